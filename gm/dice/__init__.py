@@ -1,0 +1,39 @@
+"""The dice engine: notation -> parse -> roll (itemised) -> exact odds. Pure: no I/O, no models.
+
+>>> from gm import dice
+>>> expression = dice.parse("4d6kh3+2")
+>>> str(dice.roll(expression, dice.GivenFaces([6, 5, 4, 1])))
+'4d6kh3 (6, 5, 4, [1]) + 2 = 17'
+>>> dice.odds("2d6").probability(7)
+Fraction(1, 6)
+"""
+
+from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
+from gm.dice.odds import Odds, estimate_cost, odds
+from gm.dice.parser import parse
+from gm.dice.result import DiceRoll, Roll
+from gm.dice.roller import DiceSource, GivenFaces, check_successes, random_source, roll, seeded_source, system_source
+from gm.dice.tree import Constant, Dice, Expression, Keep
+
+__all__ = [
+    "Constant",
+    "Dice",
+    "DiceError",
+    "DiceLimitError",
+    "DiceRoll",
+    "DiceSource",
+    "DiceSyntaxError",
+    "Expression",
+    "GivenFaces",
+    "Keep",
+    "Odds",
+    "Roll",
+    "check_successes",
+    "estimate_cost",
+    "odds",
+    "parse",
+    "random_source",
+    "roll",
+    "seeded_source",
+    "system_source",
+]

@@ -1,0 +1,92 @@
+"""The itemised result of one roll, and how it is shown: a plain line for people, a dict for programs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gm.dice.tree import Constant, Dice, Expression
+
+
+@dataclass(frozen=True, slots=True)
+class DiceRoll:
+    """One dice term as rolled: every face in the order rolled, and which of them were kept."""
+
+    term: Dice
+    faces: tuple[int, ...]
+    kept: tuple[bool, ...]
+    subtotal: int  # signed: negative for a subtracted term
+
+
+Part = DiceRoll | Constant
+
+
+@dataclass(frozen=True, slots=True)
+class Roll:
+    """The itemised result of rolling an expression once.
+
+    With `hit`, the roll is read as successes: `successes` counts kept dice showing `hit` or more.
+    """
+
+    expression: Expression
+    parts: tuple[Part, ...]
+    total: int
+    hit: int | None = None
+    successes: int | None = None
+
+    def __str__(self) -> str:
+        return render_line(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return roll_to_json(self)
+
+
+def render_line(result: Roll) -> str:
+    """One line such as `4d6kh3 (6, 5, 4, [1]) + 2 = 17`; dropped dice are in brackets."""
+    pieces: list[str] = []
+    for index, part in enumerate(result.parts):
+        if index:  # the grammar never lets the first term carry a sign
+            pieces.append(_sign(part))
+        if isinstance(part, DiceRoll):
+            faces = ", ".join(str(face) if kept else f"[{face}]" for face, kept in zip(part.faces, part.kept))
+            pieces.append(f"{part.term.text} ({faces})")
+        else:
+            pieces.append(str(part.value))
+    line = " ".join(pieces)
+    if result.successes is None:
+        return f"{line} = {result.total}"
+    noun = "success" if result.successes == 1 else "successes"
+    return f"{line} = {result.successes} {noun} (hit {result.hit}+)"
+
+
+def roll_to_json(result: Roll) -> dict[str, Any]:
+    """The roll as plain data: notation, each term with faces and kept flags, total, and successes if read so."""
+    terms: list[dict[str, Any]] = []
+    for part in result.parts:
+        if isinstance(part, DiceRoll):
+            terms.append(
+                {
+                    "dice": part.term.text,
+                    "sign": _sign(part),
+                    "faces": list(part.faces),
+                    "kept": list(part.kept),
+                    "subtotal": part.subtotal,
+                }
+            )
+        else:
+            terms.append({"constant": part.value, "sign": _sign(part)})
+    data: dict[str, Any] = {
+        "notation": result.expression.text,
+        "terms": terms,
+        "total": result.total,
+        "text": render_line(result),
+    }
+    if result.successes is not None:
+        data["hit"] = result.hit
+        data["successes"] = result.successes
+    return data
+
+
+def _sign(part: Part) -> str:
+    negative = part.term.negative if isinstance(part, DiceRoll) else part.negative
+    return "-" if negative else "+"

@@ -1,0 +1,135 @@
+"""Rolling an `Expression`: dice sources, and the itemised result of one roll.
+
+A dice source is any function `(count, sides) -> list[int]` giving `count` faces from 1 to `sides`.
+The default is the operating system's random source; `seed=N` gives a reproducible one; `GivenFaces`
+hands out faces a player rolled on physical dice.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Callable, Iterable
+from heapq import nlargest, nsmallest
+from itertools import repeat
+
+from gm.dice.errors import DiceError
+from gm.dice.parser import parse
+from gm.dice.result import DiceRoll, Part, Roll
+from gm.dice.tree import Constant, Dice, Expression
+
+DiceSource = Callable[[int, int], list[int]]
+
+
+def random_source(rng: random.Random) -> DiceSource:
+    """A dice source drawing from `rng`; every face is equally likely (rejection sampling, no modulo bias)."""
+    randbelow = rng.randrange
+
+    def roll_faces(count: int, sides: int) -> list[int]:
+        return [randbelow(sides) + 1 for _ in repeat(None, count)]
+
+    return roll_faces
+
+
+def system_source() -> DiceSource:
+    """The default source: the operating system's random numbers, which nobody can seed or predict."""
+    return random_source(secrets.SystemRandom())
+
+
+def seeded_source(seed: int) -> DiceSource:
+    """A reproducible source: the same seed rolls the same faces (for tests and replays, not for play)."""
+    return random_source(random.Random(seed))
+
+
+class GivenFaces:
+    """A dice source that hands out faces rolled elsewhere (physical dice typed in by a player), in order."""
+
+    def __init__(self, faces: Iterable[int]) -> None:
+        self.faces = list(faces)
+        self.used = 0
+
+    def __call__(self, count: int, sides: int) -> list[int]:
+        taken = self.faces[self.used : self.used + count]
+        if len(taken) < count:
+            raise DiceError("", f"{len(self.faces)} faces were given but the roll needs more")
+        for face in taken:
+            if not isinstance(face, int) or isinstance(face, bool) or not 1 <= face <= sides:
+                raise DiceError("", f"a d{sides} shows 1 to {sides}, but {face!r} was given")
+        self.used += count
+        return taken
+
+    @property
+    def left_over(self) -> int:
+        """Faces given but not used by the rolls so far."""
+        return len(self.faces) - self.used
+
+
+def roll(
+    notation: str | Expression,
+    source: DiceSource | None = None,
+    *,
+    seed: int | None = None,
+    hit: int | None = None,
+) -> Roll:
+    """Roll dice notation (text or parsed) once and return the itemised result.
+
+    `source` decides the faces; without it, `seed` gives a reproducible source, and otherwise the
+    system random source is used. `hit` reads the roll as a count of successes.
+    """
+    expression = parse(notation) if isinstance(notation, str) else notation
+    if hit is not None:
+        check_successes(expression, hit)
+    if source is None:
+        source = seeded_source(seed) if seed is not None else _SYSTEM
+    parts: list[Part] = []
+    total = 0
+    successes = 0
+    for term in expression.terms:
+        if isinstance(term, Constant):
+            parts.append(term)
+            total += term.signed
+            continue
+        faces = source(term.count, term.sides)
+        kept = _kept_flags(term, faces)
+        subtotal = sum(face for face, keep in zip(faces, kept) if keep)
+        if term.negative:
+            subtotal = -subtotal
+        if hit is not None:
+            successes += sum(1 for face, keep in zip(faces, kept) if keep and face >= hit)
+        parts.append(DiceRoll(term, tuple(faces), kept, subtotal))
+        total += subtotal
+    if hit is None:
+        return Roll(expression, tuple(parts), total)
+    return Roll(expression, tuple(parts), total, hit, successes)
+
+
+def check_successes(expression: Expression, hit: int) -> None:
+    """Refuse notation that cannot be read as successes: constants, subtracted dice, an unreachable hit."""
+    for term in expression.terms:
+        if isinstance(term, Constant):
+            raise DiceError(
+                expression.text,
+                f"a successes reading counts dice, so the constant at column {term.column} has no place",
+            )
+        if term.negative:
+            raise DiceError(
+                expression.text,
+                f"a successes reading counts dice, so the subtracted dice at column {term.column} have no place",
+            )
+    largest = max(term.sides for term in expression.dice)
+    if isinstance(hit, bool) or not isinstance(hit, int) or not 1 <= hit <= largest:
+        raise DiceError(expression.text, f"hit {hit} can never be rolled, expected a face from 1 to {largest}")
+
+
+def _kept_flags(term: Dice, faces: list[int]) -> tuple[bool, ...]:
+    """Which faces count. Ties are settled by order rolled, which changes no total."""
+    keep = term.keep
+    if keep is None:
+        return (True,) * len(faces)
+    kept_count = keep.kept_of(len(faces))
+    pick = nlargest if keep.highest else nsmallest
+    chosen = set(pick(kept_count, range(len(faces)), key=faces.__getitem__))
+    return tuple(index in chosen for index in range(len(faces)))
+
+
+_SYSTEM = system_source()
