@@ -1,9 +1,9 @@
-"""The itemised result of one roll, and how it is shown: a plain line for people, a dict for programs."""
+"""The result of one roll, and how it is shown: a plain line for people, a dict for programs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gm.dice.tree import Constant, Dice, Expression
 
@@ -21,24 +21,49 @@ class DiceRoll:
 Part = DiceRoll | Constant
 
 
-@dataclass(frozen=True, slots=True)
-class Roll:
-    """The itemised result of rolling an expression once.
+class Roll(NamedTuple):
+    """One roll of an expression: the faces of each dice term as rolled, and the total.
 
-    With `hit`, the roll is read as successes: `successes` counts kept dice showing `hit` or more.
+    It is a tuple so that it cannot be changed once rolled, and is cheap to make; the itemised
+    `parts` (kept flags, subtotals) follow from the faces. With `hit`, the roll is read as
+    successes: `successes` counts kept dice showing `hit` or more.
     """
 
     expression: Expression
-    parts: tuple[Part, ...]
+    faces: tuple[tuple[int, ...], ...]  # one tuple per dice term, in the order of expression.dice
     total: int
     hit: int | None = None
     successes: int | None = None
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """Every term in order: dice as `DiceRoll` (faces, kept flags, subtotal), constants as they are."""
+        rolled = iter(zip(self.expression.dice, self.faces))
+        parts: list[Part] = []
+        for term in self.expression.terms:
+            if isinstance(term, Constant):
+                parts.append(term)
+                continue
+            dice, faces = next(rolled)
+            kept = kept_flags(dice, faces)
+            subtotal = sum(face for face, keep in zip(faces, kept) if keep)
+            parts.append(DiceRoll(dice, faces, kept, -subtotal if dice.negative else subtotal))
+        return tuple(parts)
 
     def __str__(self) -> str:
         return render_line(self)
 
     def to_json(self) -> dict[str, Any]:
         return roll_to_json(self)
+
+
+def kept_flags(term: Dice, faces: tuple[int, ...]) -> tuple[bool, ...]:
+    """Which faces count; among equal faces the first rolled is kept, which changes no total."""
+    if term.keep is None:
+        return (True,) * len(faces)
+    order = sorted(range(len(faces)), key=faces.__getitem__)  # stable: ties stay in rolled order
+    chosen = set(order[term.kept_slice])
+    return tuple(index in chosen for index in range(len(faces)))
 
 
 def render_line(result: Roll) -> str:

@@ -36,10 +36,14 @@ class Dice:
     text: str  # as written, lower-cased and without spaces: "d%", "4d6kh3"
     column: int
 
-    @property
-    def kept(self) -> int:
-        """How many dice add to the total."""
-        return self.keep.kept_of(self.count) if self.keep else self.count
+    kept: int = field(init=False)
+    kept_slice: slice = field(init=False)  # the kept faces, once sorted in ascending order
+
+    def __post_init__(self) -> None:
+        kept = self.keep.kept_of(self.count) if self.keep else self.count
+        chosen = slice(None) if self.keep is None else slice(-kept, None) if self.keep.highest else slice(None, kept)
+        object.__setattr__(self, "kept", kept)
+        object.__setattr__(self, "kept_slice", chosen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +70,12 @@ class Expression:
     terms: tuple[Term, ...]
     minimum: int = field(init=False)
     maximum: int = field(init=False)
+    dice: tuple[Dice, ...] = field(init=False)  # the dice terms, without the constants
+    constant: int = field(init=False)  # the constants, added up
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dice", tuple(term for term in self.terms if isinstance(term, Dice)))
+        object.__setattr__(self, "constant", sum(term.signed for term in self.terms if isinstance(term, Constant)))
         low = high = 0
         for term in self.terms:
             if isinstance(term, Constant):
@@ -81,11 +89,6 @@ class Expression:
                 high += term.kept * term.sides
         object.__setattr__(self, "minimum", low)
         object.__setattr__(self, "maximum", high)
-
-    @property
-    def dice(self) -> tuple[Dice, ...]:
-        """The dice terms, without the constants."""
-        return tuple(term for term in self.terms if isinstance(term, Dice))
 
     @property
     def kept_dice(self) -> int:
