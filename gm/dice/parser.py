@@ -204,7 +204,7 @@ class _Parser:
 
     def number(self, token: Token, what: str, low: int, high: int) -> int:
         # Over-long digit runs are refused before int() so no input can make conversion slow.
-        value = int(token.text) if len(token.text) <= 9 else high + 1
+        value = int(token.text) if len(token.text.lstrip("0")) <= 9 else high + 1
         if value < low or value > high:
             shown = token.text if len(token.text) <= 12 else token.text[:11] + "\u2026"
             raise DiceLimitError(

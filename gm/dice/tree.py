@@ -34,7 +34,7 @@ class Dice:
     keep: Keep | None
     negative: bool
     text: str  # as written, lower-cased and without spaces: "d%", "4d6kh3"
-    column: int
+    column: int = field(compare=False)  # where it was written, for messages: not part of what it means
 
     kept: int = field(init=False)
     kept_slice: slice = field(init=False)  # the kept faces, once sorted in ascending order
@@ -52,7 +52,7 @@ class Constant:
 
     value: int
     negative: bool
-    column: int
+    column: int = field(compare=False)
 
     @property
     def signed(self) -> int:

@@ -1,0 +1,206 @@
+"""`gm`: the command line, a thin layer over the library.
+
+Exit codes: 0 success; 1 when `gm check` finds errors; 2 bad input, with one `error:` line on stderr;
+3 an internal failure, also one line. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from gm import __version__, dice
+from gm.chances import CheckOdds, check_odds
+from gm.problems import Problem, ProblemsError
+from gm.rules import CheckRollError
+from gm.world import load_rules, read_dice_json
+
+
+class BadInput(Exception):
+    """Something the user typed cannot be used; the message is the `error:` line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise BadInput(f"{message} (see '{self.prog} --help')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gm", description="A game master whose dice are rolled by code.")
+    parser.add_argument("--version", action="version", version=f"gm {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    roll = commands.add_parser("roll", help="roll dice notation such as 4d6kh3+2")
+    roll.add_argument("notation", nargs="+", help="dice notation; spaces around + and - are fine")
+    roll.add_argument("--seed", type=int, help="a seed for a reproducible roll (not for play)")
+    roll.add_argument("--hit", type=int, help="read the roll as successes: count kept dice showing HIT or more")
+    roll.add_argument("--json", action="store_true", help="print the itemised roll as JSON")
+    roll.set_defaults(run=run_roll)
+
+    odds = commands.add_parser(
+        "odds",
+        help="exact odds of notation, or of each band of a check",
+        description="gm odds NOTATION [--hit H] | gm odds DICE_JSON_OR_WORLD CHECK [--target T] [--modifier M]",
+    )
+    odds.add_argument("subject", nargs="+", help="dice notation, or a dice.json file or world folder and a check key")
+    odds.add_argument("--hit", type=int, help="odds of the number of successes: kept dice showing HIT or more")
+    odds.add_argument("--target", type=int, help="the target of an over/under check")
+    odds.add_argument("--modifier", type=int, default=0, help="a modifier added to the roll (default 0)")
+    odds.add_argument("--json", action="store_true", help="print min, max, mean and exact fractions as JSON")
+    odds.set_defaults(run=run_odds)
+
+    check = commands.add_parser("check", help="validate a dice.json file or a world folder")
+    check.add_argument("path", type=Path, help="a dice.json file or a world folder")
+    check.add_argument("--json", action="store_true", help="print the problems as JSON")
+    check.set_defaults(run=run_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code."""
+    try:
+        arguments = build_parser().parse_args(argv)
+        code: int = arguments.run(arguments)
+        return code
+    except (BadInput, dice.DiceError, CheckRollError) as error:
+        return _fail(str(error), 2)
+    except ProblemsError as error:
+        return _fail(str(error), 2)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 2)
+    except BrokenPipeError:
+        return 0
+    except Exception as error:  # the promise is one line, never a traceback, even for our own bugs
+        return _fail(f"internal error ({type(error).__name__}: {error}); please report it", 3)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def run_roll(arguments: argparse.Namespace) -> int:
+    result = dice.roll(" ".join(arguments.notation), seed=arguments.seed, hit=arguments.hit)
+    print(json.dumps(result.to_json()) if arguments.json else str(result))
+    return 0
+
+
+def run_odds(arguments: argparse.Namespace) -> int:
+    subject: list[str] = arguments.subject
+    if len(subject) == 2 and _looks_like_path(subject[0]):
+        if arguments.hit is not None:
+            raise BadInput("--hit belongs to notation; a check takes its hit from dice.json")
+        rules = load_rules(Path(subject[0]))
+        try:
+            check = rules[subject[1]]
+        except KeyError as error:
+            raise BadInput(error.args[0]) from None
+        result = check_odds(check, arguments.target, arguments.modifier)
+        print(json.dumps(result.to_json(), indent=2) if arguments.json else render_check_odds(result))
+        return 0
+    if arguments.target is not None:
+        raise BadInput("--target belongs to a check: gm odds DICE_JSON_OR_WORLD CHECK --target T")
+    distribution = dice.odds(" ".join(subject), hit=arguments.hit).shifted(arguments.modifier)
+    print(
+        json.dumps(distribution.to_json(), indent=2) if arguments.json else render_odds(" ".join(subject), distribution)
+    )
+    return 0
+
+
+def run_check(arguments: argparse.Namespace) -> int:
+    data, problems = read_dice_json(arguments.path)
+    errors = [problem for problem in problems if problem.severity == "error"]
+    if arguments.json:
+        print(json.dumps({"ok": not errors, "problems": [_problem_json(problem) for problem in problems]}, indent=2))
+    else:
+        checks = len(data.get("checks", [])) if isinstance(data, dict) else 0
+        warnings = len(problems) - len(errors)
+        verdict = "has problems" if errors else "is fine"
+        print(f"{arguments.path}: {verdict}: {checks} checks, {len(errors)} errors, {warnings} warnings")
+        for problem in problems:
+            print(f"  {problem}")
+    return 1 if errors else 0
+
+
+def _problem_json(problem: Problem) -> dict[str, Any]:
+    return {"severity": problem.severity, "path": problem.path, "message": problem.message}
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.endswith(".json") or "/" in text or Path(text).exists()
+
+
+BAR_WIDTH = 40
+MAX_ROWS = 24
+
+
+def render_odds(notation: str, distribution: dice.Odds) -> str:
+    """A small histogram; wide ranges are grouped so it stays about 24 rows tall."""
+    what = "successes" if distribution.hit is not None else "total"
+    how = (
+        "exact"
+        if distribution.exact
+        else f"estimated from {distribution.samples:,} rolls, exact odds would take too long"
+    )
+    lines = [
+        f"{notation}: {what} {distribution.lowest} to {distribution.highest}, "
+        f"mean {float(distribution.mean):.2f} ({how})"
+    ]
+    low, high = _shown_range(distribution)
+    if (low, high) != (distribution.lowest, distribution.highest):
+        lines.append(f"  (showing {low} to {high}; the rest together is under 0.01%)")
+    step = -(-(high - low + 1) // MAX_ROWS)
+    rows = []
+    for start in range(low, high + 1, step):
+        end = min(start + step - 1, high)
+        rows.append((start, end, distribution.chance(start, end)))
+    tallest = max(chance for _, _, chance in rows)
+    width = max(len(str(distribution.lowest)), len(str(distribution.highest)))
+    for start, end, chance in rows:
+        label = f"{start:>{width}}" if step == 1 else f"{start:>{width}}..{end:<{width}}"
+        bar = "\u2588" * round(BAR_WIDTH * chance / tallest) if tallest else ""
+        lines.append(f"  {label}  {float(chance) * 100:6.2f}%  {bar}")
+    return "\n".join(lines)
+
+
+def _shown_range(distribution: dice.Odds) -> tuple[int, int]:
+    """The values worth a row: wide ranges lose tails holding under 0.005% each."""
+    if len(distribution.counts) <= MAX_ROWS:
+        return distribution.lowest, distribution.highest
+    tail = distribution.denominator // 20_000
+    running, low = 0, 0
+    while running + distribution.counts[low] <= tail:
+        running += distribution.counts[low]
+        low += 1
+    running, high = 0, len(distribution.counts) - 1
+    while running + distribution.counts[high] <= tail:
+        running += distribution.counts[high]
+        high -= 1
+    return distribution.lowest + low, distribution.lowest + high
+
+
+def render_check_odds(result: CheckOdds) -> str:
+    check = result.check
+    reading = f" successes (hit {check.hit}+)" if check.reading == "successes" else ""
+    modifier = f" {result.modifier:+d}" if result.modifier else ""
+    against = f", {check.compare} target {result.target}" if result.target is not None else ""
+    how = "exact" if result.dice.exact else f"estimated from {result.dice.samples:,} rolls"
+    lines = [f"{check.name} ({check.key}): {check.dice.text}{reading}{modifier}{against} ({how})"]
+    width = max(len(chance.band.label) for chance in result.bands)
+    for chance in result.bands:
+        critical = ", critical" if chance.band.critical else ""
+        lines.append(
+            f"  {chance.band.label:<{width}}  {float(chance.probability) * 100:6.2f}%  "
+            f"{chance.band.result}{critical}  ({chance.probability})"
+        )
+    if result.void:
+        lines.append(f"  {'(void: no band)':<{width}}  {float(result.void) * 100:6.2f}%  ({result.void})")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
