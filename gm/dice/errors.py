@@ -24,7 +24,9 @@ class DiceSyntaxError(DiceError):
     def __init__(self, notation: str, found: str, column: int, expected: str) -> None:
         self.found = found
         self.expected = expected
-        if found:
+        if not notation.strip():
+            problem = f"the dice notation is empty, expected {expected}"
+        elif found:
             problem = f"unexpected {found} at column {column}, expected {expected}"
         else:
             problem = f"unexpected end at column {column}, expected {expected}"

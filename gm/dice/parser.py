@@ -92,13 +92,17 @@ def describe(token: Token) -> str:
     return " ".join(f"U+{ord(char):04X}" for char in token.text)
 
 
-@lru_cache(maxsize=1024)
 def parse(text: str) -> Expression:
     """Parse dice notation into an immutable `Expression`, or raise a `DiceError` naming the column."""
     if not isinstance(text, str):
-        raise DiceError(repr(text), "dice notation must be text")
+        raise DiceError("", f"dice notation must be text, not {type(text).__name__}")
+    return _parse(text)
+
+
+@lru_cache(maxsize=1024)  # the same few notations are parsed again and again in play
+def _parse(text: str) -> Expression:
     if not text.strip():
-        raise DiceError("", "the dice notation is empty, expected a number or dice such as 2d6+1")
+        raise DiceSyntaxError(text, "", 1, "a number or dice such as 2d6+1")
     if len(text) > MAX_LENGTH:
         raise DiceLimitError(text, f"the notation is {len(text)} characters long, at most {MAX_LENGTH} are allowed")
     return _Parser(text).notation()

@@ -61,8 +61,9 @@ def kept_flags(term: Dice, faces: tuple[int, ...]) -> tuple[bool, ...]:
     """Which faces count; among equal faces the first rolled is kept, which changes no total."""
     if term.keep is None:
         return (True,) * len(faces)
-    order = sorted(range(len(faces)), key=faces.__getitem__)  # stable: ties stay in rolled order
-    chosen = set(order[term.kept_slice])
+    # Stable, also in reverse: ties stay in rolled order, so the first rolled of equal faces is kept.
+    order = sorted(range(len(faces)), key=faces.__getitem__, reverse=term.keep.highest)
+    chosen = set(order[: term.kept])
     return tuple(index in chosen for index in range(len(faces)))
 
 
