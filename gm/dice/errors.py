@@ -24,9 +24,7 @@ class DiceSyntaxError(DiceError):
     def __init__(self, notation: str, found: str, column: int, expected: str) -> None:
         self.found = found
         self.expected = expected
-        if not notation.strip():
-            problem = f"the dice notation is empty, expected {expected}"
-        elif found:
+        if found:
             problem = f"unexpected {found} at column {column}, expected {expected}"
         else:
             problem = f"unexpected end at column {column}, expected {expected}"

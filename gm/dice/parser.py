@@ -102,7 +102,8 @@ def parse(text: str) -> Expression:
 @lru_cache(maxsize=1024)  # the same few notations are parsed again and again in play
 def _parse(text: str) -> Expression:
     if not text.strip():
-        raise DiceSyntaxError(text, "", 1, "a number or dice such as 2d6+1")
+        # A problem of the notation as a whole, so no column is named.
+        raise DiceError("", "the dice notation is empty, expected a number or dice such as 2d6+1")
     if len(text) > MAX_LENGTH:
         raise DiceLimitError(text, f"the notation is {len(text)} characters long, at most {MAX_LENGTH} are allowed")
     return _Parser(text).notation()
