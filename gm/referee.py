@@ -1,0 +1,147 @@
+"""The referee: a pure function from a round's rolls and the proposed outcomes to refusals.
+
+An outcome that disagrees with the dice never reaches the player or the story. The referee refuses:
+an outcome whose result differs from its roll's result; a roll named by two outcomes; a rolled-for
+character whose outcome does not name the roll; a check roll that serves no outcome; an unknown roll
+id, character, or a roll named for the wrong character; a roll that was void or is plain dice; and a
+narration that shows the player a roll id or raw tool JSON. A critical band does not change the
+result: a critical success is still `succeeded`. Each refusal is one sentence the model can act on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Result = Literal["succeeded", "partial", "failed"]
+RESULTS: tuple[Result, ...] = ("succeeded", "partial", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRoll:
+    """What the referee knows of one roll of this round: never the number, only what it settled."""
+
+    id: int
+    kind: Literal["check", "dice", "player"]
+    character: str | None = None
+    check: str | None = None
+    band: str | None = None
+    result: Result | None = None  # None for plain dice, player rolls and void check rolls
+    void: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the game master says happened to one character, and the roll that settled it, if any."""
+
+    character: str
+    result: Result
+    roll: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """One reason an ending was refused, naming the roll and character it is about."""
+
+    reason: str
+    roll: int | None = None
+    character: str | None = None
+
+
+# Tool-result JSON or an internal id in the story text: the player must never see the machinery.
+_TOOL_JSON = re.compile(r"""\{\s*"(roll|band|result|check|character|critical|error|outcomes)"\s*:""")
+_TOOL_NAMES = re.compile(r"\b(roll_check|roll_dice|narrate)\s*\(")
+
+
+def referee(
+    rolls: Sequence[RoundRoll],
+    outcomes: Sequence[Outcome],
+    narration: str,
+    characters: Collection[str],
+) -> list[Refusal]:
+    """Every reason to refuse this ending of the round; an empty list means it may stand."""
+    refusals: list[Refusal] = []
+    by_id = {roll.id: roll for roll in rolls}
+    known = {name.casefold(): name for name in characters}
+    named_by: dict[int, int] = {}
+    for index, outcome in enumerate(outcomes):
+        refusals.extend(_outcome_refusals(index, outcome, by_id, known, named_by))
+    refusals.extend(_unserved_rolls(rolls, outcomes, named_by))
+    refusals.extend(_narration_refusals(narration, rolls))
+    return refusals
+
+
+def _outcome_refusals(
+    index: int,
+    outcome: Outcome,
+    by_id: dict[int, RoundRoll],
+    known: dict[str, str],
+    named_by: dict[int, int],
+) -> list[Refusal]:
+    who, number = outcome.character, index + 1
+    if who.casefold() not in known:
+        names = ", ".join(sorted(known.values()))
+        return [
+            Refusal(f"outcome {number} names '{who}', who is not in this story; the characters are {names}", None, who)
+        ]
+    if outcome.roll is None:
+        return []
+    roll = by_id.get(outcome.roll)
+    if roll is None:
+        reason = f"outcome {number} names roll {outcome.roll}, which was not rolled this round"
+        return [Refusal(f"{reason}; name a roll that roll_check returned", outcome.roll, who)]
+    if roll.kind != "check":
+        what = "a player's roll" if roll.kind == "player" else "plain dice"
+        reason = f"roll {roll.id} is {what}, not a check, so it cannot settle an outcome"
+        return [Refusal(f"{reason}; leave 'roll' out of {who}'s outcome", roll.id, who)]
+    refusals: list[Refusal] = []
+    if roll.id in named_by:
+        reason = f"roll {roll.id} is named by outcomes {named_by[roll.id] + 1} and {number}"
+        refusals.append(Refusal(f"{reason}; each roll settles one outcome", roll.id, who))
+    named_by.setdefault(roll.id, index)
+    if (roll.character or "").casefold() != who.casefold():
+        reason = f"roll {roll.id} was rolled for {roll.character}, not {who}"
+        refusals.append(Refusal(f"{reason}; name it in {roll.character}'s outcome", roll.id, who))
+    elif roll.void:
+        reason = f"roll {roll.id} for {who} was void (no band holds its value), so it settles nothing"
+        refusals.append(Refusal(f"{reason}; leave 'roll' out", roll.id, who))
+    elif roll.result != outcome.result:
+        reason = (
+            f"roll {roll.id} for {who} came out '{roll.result}' ({roll.band}), but the outcome says '{outcome.result}'"
+        )
+        refusals.append(Refusal(f"{reason}; the dice decide", roll.id, who))
+    return refusals
+
+
+def _unserved_rolls(rolls: Sequence[RoundRoll], outcomes: Sequence[Outcome], named_by: dict[int, int]) -> list[Refusal]:
+    """Check rolls no outcome names: a rolled-for character whose outcome ignores the roll, or no outcome at all."""
+    refusals: list[Refusal] = []
+    for roll in rolls:
+        if roll.kind != "check" or roll.void or roll.id in named_by:
+            continue
+        who = roll.character or "?"
+        rolled = f"roll {roll.id} ({roll.check} for {who}: '{roll.result}')"
+        if any(outcome.character.casefold() == who.casefold() for outcome in outcomes):
+            reason = f"{who} was rolled for, but {who}'s outcome does not name {rolled}"
+        else:
+            reason = f"{rolled} serves no outcome; add an outcome for {who} that names roll {roll.id}"
+        refusals.append(Refusal(reason, roll.id, who))
+    return refusals
+
+
+def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refusal]:
+    refusals: list[Refusal] = []
+    if _TOOL_JSON.search(narration) or _TOOL_NAMES.search(narration):
+        refusals.append(Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out"))
+    for roll in rolls:
+        if re.search(rf"\broll(?:\s+id)?\s*(?:#|no\.?|number)?\s*{roll.id}\b", narration, re.IGNORECASE):
+            refusals.append(
+                Refusal(
+                    f"the narration shows the player roll id {roll.id}; ids are for outcomes, not for the story",
+                    roll.id,
+                    roll.character,
+                )
+            )
+    return refusals

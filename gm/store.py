@@ -1,0 +1,381 @@
+"""The one place that talks to the database: stories, attempts, rolls, rounds, memory and model calls.
+
+Rolls are append-only: each is written, in its own transaction, the moment it is rolled, and never
+changed. A round is played as an *attempt*; when the referee accepts it, the round (its text,
+narration, outcomes, refusals, and its rolls copied in by code) is written in one transaction and
+the attempt marked accepted. A failed attempt writes no round; its rolls stay, and the attempt says
+it failed. Two rounds of one story never run at once: a lease on the story row, taken with one
+conditional UPDATE, holds across processes on SQLite and PostgreSQL alike.
+
+`GM_DATABASE_URL` picks the database; the default is a SQLite file in `GM_HOME`
+(default `~/.local/share/gm`).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, event, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel, col, create_engine, select
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _json(nullable: bool = False) -> Any:
+    return Field(default=None, sa_column=Column(JSON, nullable=nullable))
+
+
+def _moment() -> Any:
+    return Field(default_factory=_now, sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class StoryBase(SQLModel):
+    """What a story is made from: its title and the world's definitions, copied in at the start."""
+
+    title: str
+    world_data: dict[str, Any] = _json()
+    dice_data: dict[str, Any] | None = _json(nullable=True)
+    settings: dict[str, Any] = _json()
+
+
+class Story(StoryBase, table=True):
+    """A story: the copied world, the running summary of its older rounds, and the round lease."""
+
+    __tablename__ = "stories"
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True)
+    created_at: datetime = _moment()
+    rounds: int = 0  # accepted rounds so far
+    summary: str = ""  # the memory keeper's running summary of folded rounds
+    summary_through: int = 0  # the last round folded into `summary`
+    lease_holder: str | None = None
+    lease_expires: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+
+
+class Attempt(SQLModel, table=True):
+    """One try at playing a round; `status` is running, accepted or failed."""
+
+    __tablename__ = "attempts"
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    round_number: int
+    status: str = "running"
+    error: str | None = None
+    regenerating: bool = False
+    started_at: datetime = _moment()
+
+
+class RollRecord(SQLModel, table=True):
+    """One roll, written when rolled and never changed: the number lives here and only here."""
+
+    __tablename__ = "rolls"
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    attempt_id: str = Field(foreign_key="attempts.id", index=True)
+    round_number: int
+    kind: str  # check | dice | player
+    character: str | None = None
+    check_key: str | None = None
+    notation: str
+    reason: str = ""
+    target: int | None = None
+    modifier: int = 0
+    faces: list[list[int]] = _json()
+    total: int
+    successes: int | None = None
+    value: int | None = None  # what the bands read
+    band: str | None = None
+    result: str | None = None
+    critical: bool = False
+    void: bool = False
+    line: str = ""  # the itemised roll, e.g. "1d20 (14) = 14"
+    created_at: datetime = _moment()
+
+
+class RoundRecord(SQLModel, table=True):
+    """An accepted round: the player's text, the narration, outcomes, refusals seen, rolls copied in."""
+
+    __tablename__ = "rounds"
+    __table_args__ = (UniqueConstraint("story_id", "number"),)
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    number: int
+    attempt_id: str = Field(foreign_key="attempts.id")
+    player_text: str
+    narration: str
+    outcomes: list[dict[str, Any]] = _json()
+    rolls: list[dict[str, Any]] = _json()
+    refusals: list[str] = _json()
+    memory_written: bool = False
+    created_at: datetime = _moment()
+
+
+class MemoryEntry(SQLModel, table=True):
+    """The memory keeper's summary of one round, with that round's rolls and outcomes copied by code."""
+
+    __tablename__ = "memory"
+    __table_args__ = (UniqueConstraint("story_id", "round_number"),)
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    round_number: int
+    summary: str
+    rolls: list[dict[str, Any]] = _json()
+    outcomes: list[dict[str, Any]] = _json()
+    created_at: datetime = _moment()
+
+
+class ModelCall(SQLModel, table=True):
+    """One call to the model: tokens in and out, latency, HTTP attempts, refusals it drew."""
+
+    __tablename__ = "model_calls"
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    attempt_id: str | None = None
+    purpose: str  # game_master | memory
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool
+    latency_ms: float
+    http_attempts: int
+    refusals: int = 0
+    finish_reason: str | None = None
+    created_at: datetime = _moment()
+
+
+class StoryNotFound(LookupError):
+    """No story has that id."""
+
+    def __init__(self, story_id: str) -> None:
+        super().__init__(f"there is no story '{story_id}'")
+
+
+def default_database_url() -> str:
+    if url := os.environ.get("GM_DATABASE_URL"):
+        return url
+    home = Path(os.environ.get("GM_HOME") or Path.home() / ".local" / "share" / "gm")
+    home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{home / 'gm.db'}"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine; SQLite gets WAL and a busy timeout so several processes can share the file."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return engine
+
+
+class Store:
+    """The database behind every story; each method is one short transaction."""
+
+    def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+        self.engine = engine or make_engine(url or default_database_url())
+        SQLModel.metadata.create_all(self.engine)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    # Stories
+
+    def create_story(self, story: Story) -> Story:
+        with self.session() as session:
+            session.add(story)
+            session.commit()
+            return story
+
+    def story(self, story_id: str) -> Story:
+        with self.session() as session:
+            found = session.get(Story, story_id)
+            if found is None:
+                raise StoryNotFound(story_id)
+            return found
+
+    def stories(self) -> list[Story]:
+        with self.session() as session:
+            return list(session.exec(select(Story).order_by(col(Story.created_at))))
+
+    def update_settings(self, story_id: str, settings: dict[str, Any]) -> None:
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            if story is None:
+                raise StoryNotFound(story_id)
+            story.settings = {**story.settings, **settings}
+            session.add(story)
+            session.commit()
+
+    # The round lease
+
+    def take_lease(self, story_id: str, holder: str, seconds: float) -> bool:
+        """Take the story's round lease unless someone else holds an unexpired one; True if taken."""
+        now = _now()
+        statement = (
+            update(Story)
+            .where(col(Story.id) == story_id)
+            .where((col(Story.lease_holder).is_(None)) | (col(Story.lease_expires) < now))
+            .values(lease_holder=holder, lease_expires=now + timedelta(seconds=seconds))
+        )
+        with self.session() as session:
+            taken = session.execute(statement).rowcount == 1  # type: ignore[attr-defined]
+            session.commit()
+            return bool(taken)
+
+    def release_lease(self, story_id: str, holder: str) -> None:
+        statement = (
+            update(Story)
+            .where(col(Story.id) == story_id)
+            .where(col(Story.lease_holder) == holder)
+            .values(lease_holder=None, lease_expires=None)
+        )
+        with self.session() as session:
+            session.execute(statement)
+            session.commit()
+
+    # Attempts and rolls
+
+    def start_attempt(self, story_id: str, round_number: int, regenerating: bool = False) -> Attempt:
+        attempt = Attempt(story_id=story_id, round_number=round_number, regenerating=regenerating)
+        with self.session() as session:
+            session.add(attempt)
+            session.commit()
+            return attempt
+
+    def record_roll(self, roll: RollRecord) -> RollRecord:
+        """Write a roll now, in its own transaction, so no later failure can lose or change it."""
+        with self.session() as session:
+            session.add(roll)
+            session.commit()
+            return roll
+
+    def fail_attempt(self, attempt_id: str, error: str) -> None:
+        with self.session() as session:
+            attempt = session.get(Attempt, attempt_id)
+            if attempt is not None:
+                attempt.status, attempt.error = "failed", error
+                session.add(attempt)
+                session.commit()
+
+    def rolls_of_attempt(self, attempt_id: str) -> list[RollRecord]:
+        with self.session() as session:
+            query = select(RollRecord).where(RollRecord.attempt_id == attempt_id).order_by(col(RollRecord.id))
+            return list(session.exec(query))
+
+    def rolls_by_id(self, ids: Sequence[int]) -> list[RollRecord]:
+        """The rolls with these ids, in the order given."""
+        if not ids:
+            return []
+        with self.session() as session:
+            found = {
+                roll.id: roll for roll in session.exec(select(RollRecord).where(col(RollRecord.id).in_(list(ids))))
+            }
+            return [found[roll_id] for roll_id in ids if roll_id in found]
+
+    def accept_round(self, attempt_id: str, record: RoundRecord) -> RoundRecord:
+        """Write an accepted round, mark its attempt, and count it, all in one transaction.
+
+        A regenerated round replaces the earlier version of the same number.
+        """
+        with self.session() as session:
+            attempt = session.get(Attempt, attempt_id)
+            story = session.get(Story, record.story_id)
+            if attempt is None or story is None:
+                raise StoryNotFound(record.story_id)
+            earlier = session.exec(
+                select(RoundRecord).where(RoundRecord.story_id == record.story_id, RoundRecord.number == record.number)
+            ).first()
+            if earlier is not None:
+                memory = session.exec(
+                    select(MemoryEntry).where(
+                        MemoryEntry.story_id == record.story_id, MemoryEntry.round_number == record.number
+                    )
+                ).first()
+                if memory is not None:
+                    session.delete(memory)
+                session.delete(earlier)
+                session.flush()
+            else:
+                story.rounds += 1
+            attempt.status = "accepted"
+            session.add_all([record, attempt, story])
+            session.commit()
+            return record
+
+    # Rounds, memory and model calls
+
+    def rounds(self, story_id: str, after: int = 0, last: int | None = None) -> list[RoundRecord]:
+        """Accepted rounds numbered above `after`, oldest first; `last` keeps only the newest few."""
+        with self.session() as session:
+            query = select(RoundRecord).where(RoundRecord.story_id == story_id, RoundRecord.number > after)
+            if last is not None:
+                newest = list(session.exec(query.order_by(col(RoundRecord.number).desc()).limit(last)))
+                return newest[::-1]
+            return list(session.exec(query.order_by(col(RoundRecord.number))))
+
+    def round(self, story_id: str, number: int) -> RoundRecord | None:
+        with self.session() as session:
+            query = select(RoundRecord).where(RoundRecord.story_id == story_id, RoundRecord.number == number)
+            return session.exec(query).first()
+
+    def add_memory(self, entry: MemoryEntry) -> None:
+        """Store a round's memory and mark the round remembered, in one transaction."""
+        with self.session() as session:
+            record = session.exec(
+                select(RoundRecord).where(
+                    RoundRecord.story_id == entry.story_id, RoundRecord.number == entry.round_number
+                )
+            ).first()
+            if record is None:
+                return  # the round was regenerated meanwhile; its new version gets its own memory
+            record.memory_written = True
+            session.add_all([entry, record])
+            session.commit()
+
+    def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
+        with self.session() as session:
+            query = select(MemoryEntry).where(MemoryEntry.story_id == story_id, MemoryEntry.round_number > after)
+            return list(session.exec(query.order_by(col(MemoryEntry.round_number))))
+
+    def unremembered(self, story_id: str) -> list[RoundRecord]:
+        with self.session() as session:
+            query = select(RoundRecord).where(
+                RoundRecord.story_id == story_id, col(RoundRecord.memory_written).is_(False)
+            )
+            return list(session.exec(query.order_by(col(RoundRecord.number))))
+
+    def fold_summary(self, story_id: str, summary: str, through: int) -> None:
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            if story is None:
+                raise StoryNotFound(story_id)
+            story.summary, story.summary_through = summary, through
+            session.add(story)
+            session.commit()
+
+    def add_model_calls(self, calls: Sequence[ModelCall]) -> None:
+        with self.session() as session:
+            session.add_all(list(calls))
+            session.commit()
+
+    def model_calls(self, story_id: str) -> list[ModelCall]:
+        with self.session() as session:
+            query = select(ModelCall).where(ModelCall.story_id == story_id).order_by(col(ModelCall.id))
+            return list(session.exec(query))

@@ -1,0 +1,113 @@
+"""Shared fixtures: a store on SQLite and, when GM_TEST_POSTGRES_URL is set, on PostgreSQL too."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from gm.store import Store
+
+POSTGRES_URL = os.environ.get("GM_TEST_POSTGRES_URL")
+
+
+@pytest.fixture(autouse=True)
+def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test touches the user's own stories: the default database lives in a temporary folder."""
+    monkeypatch.setenv("GM_HOME", str(tmp_path / "gm-home"))
+    monkeypatch.delenv("GM_DATABASE_URL", raising=False)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database. PostgreSQL runs only with GM_TEST_POSTGRES_URL set, and then an
+    unreachable server fails the test instead of skipping it (CI sets it)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'gm.db'}"
+        return
+    if not POSTGRES_URL:
+        pytest.skip("GM_TEST_POSTGRES_URL is not set")
+    name = f"gm_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = POSTGRES_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    made = Store(database_url)
+    yield made
+    made.engine.dispose()
+
+
+HARBOR_WORLD: dict[str, Any] = {
+    "title": "The Harbour Job",
+    "premise": "Salt-rotten Port Vey, where the harbour office keeps the ledgers that could free Mara's brother.",
+    "instructions": "Keep it tense and wry. Short paragraphs.",
+    "characters": [
+        {
+            "name": "Mara",
+            "role": "player",
+            "description": "A locksmith's daughter with quick hands.",
+            "variables": {"skill": 3, "hometown": "Vey"},
+        },
+        {"name": "Jon", "role": "npc", "description": "A dockhand who owes Mara a favour.", "variables": {"skill": -1}},
+        {"name": "The Warden", "role": "npc", "description": "Keeper of the harbour office.", "variables": {}},
+    ],
+}
+
+HARBOR_DICE: dict[str, Any] = {
+    "checks": [
+        {
+            "key": "attempt",
+            "name": "Risky attempt",
+            "use": "Any risky action whose outcome is in doubt; the target is its difficulty.",
+            "dice": "1d20",
+            "compare": "over",
+            "modifier": "skill",
+            "bands": [
+                {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},
+                {"label": "Failure", "min": -9, "max": -1, "result": "failed"},
+                {"label": "Partial success", "min": 0, "max": 4, "result": "partial"},
+                {"label": "Success", "min": 5, "max": 9, "result": "succeeded"},
+                {"label": "Critical success", "min": 10, "result": "succeeded", "critical": True},
+            ],
+        },
+        {
+            "key": "notice",
+            "name": "Notice",
+            "use": "Spotting what is hidden.",
+            "dice": "2d6",
+            "bands": [
+                {"label": "Miss it", "max": 6, "result": "failed"},
+                {"label": "Glimpse", "min": 7, "max": 9, "result": "partial"},
+                {"label": "See it", "min": 10, "result": "succeeded"},
+            ],
+        },
+    ]
+}
+
+
+def write_world(folder: Path, world: dict[str, Any] = HARBOR_WORLD, dice: dict[str, Any] | None = HARBOR_DICE) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "world.json").write_text(json.dumps(world, indent=2))
+    if dice is not None:
+        (folder / "dice.json").write_text(json.dumps(dice, indent=2))
+    return folder
+
+
+@pytest.fixture
+def harbor(tmp_path: Path) -> Path:
+    """A small world folder with two checks: an over check with a modifier, and an absolute one."""
+    return write_world(tmp_path / "harbor")
