@@ -16,8 +16,8 @@ from typing import Any, NoReturn
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds
 from gm.problems import Problem, ProblemsError
-from gm.rules import CheckRollError
-from gm.world import load_rules, read_dice_json
+from gm.rules import Check, CheckRollError
+from gm.world import DICE_FILE, CharacterCannotRoll, check_world, load_rules, load_world, modifier_for, world_files
 
 
 class BadInput(Exception):
@@ -44,17 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
     odds = commands.add_parser(
         "odds",
         help="exact odds of notation, or of each band of a check",
-        description="gm odds NOTATION [--hit H] | gm odds DICE_JSON_OR_WORLD CHECK [--target T] [--modifier M]",
+        description="gm odds NOTATION [--hit H] [--modifier M] | "
+        "gm odds DICE_JSON_OR_WORLD CHECK [--target T] [--character NAME | --modifier M]",
     )
     odds.add_argument("subject", nargs="+", help="dice notation, or a dice.json file or world folder and a check key")
     odds.add_argument("--hit", type=int, help="odds of the number of successes: kept dice showing HIT or more")
     odds.add_argument("--target", type=int, help="the target of an over/under check")
-    odds.add_argument("--modifier", type=int, default=0, help="a modifier added to the roll (default 0)")
+    odds.add_argument("--modifier", type=int, help="a modifier added to the roll (default 0)")
+    odds.add_argument("--character", help="a check rolled for this character of a world: its variable is the modifier")
     odds.add_argument("--json", action="store_true", help="print min, max, mean and exact fractions as JSON")
     odds.set_defaults(run=run_odds)
 
-    check = commands.add_parser("check", help="validate a dice.json file or a world folder")
-    check.add_argument("path", type=Path, help="a dice.json file or a world folder")
+    check = commands.add_parser("check", help="validate a world folder (world.json and dice.json) or a dice.json file")
+    check.add_argument("path", type=Path, help="a world folder, its world.json, or a dice.json file")
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
     check.set_defaults(run=run_check)
     return parser
@@ -66,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         code: int = arguments.run(arguments)
         return code
-    except (BadInput, dice.DiceError, CheckRollError) as error:
+    except (BadInput, dice.DiceError, CheckRollError, CharacterCannotRoll) as error:
         return _fail(str(error), 2)
     except ProblemsError as error:
         return _fail(str(error), 2)
@@ -94,40 +96,61 @@ def run_odds(arguments: argparse.Namespace) -> int:
     if len(subject) == 2 and _looks_like_path(subject[0]):
         if arguments.hit is not None:
             raise BadInput("--hit belongs to notation; a check takes its hit from dice.json")
-        rules = load_rules(Path(subject[0]))
-        try:
-            check = rules[subject[1]]
-        except KeyError as error:
-            raise BadInput(error.args[0]) from None
-        result = check_odds(check, arguments.target, arguments.modifier)
-        print(json.dumps(result.to_json(), indent=2) if arguments.json else render_check_odds(result))
+        check, name, modifier = _check_for_odds(Path(subject[0]), subject[1], arguments)
+        result = check_odds(check, arguments.target, modifier)
+        if arguments.json:
+            print(json.dumps({**result.to_json(), "character": name}, indent=2))
+        else:
+            print(render_check_odds(result, name))
         return 0
     if arguments.target is not None:
         raise BadInput("--target belongs to a check: gm odds DICE_JSON_OR_WORLD CHECK --target T")
-    distribution = dice.odds(" ".join(subject), hit=arguments.hit).shifted(arguments.modifier)
+    if arguments.character is not None:
+        raise BadInput("--character belongs to a check: gm odds WORLD CHECK --character NAME")
+    distribution = dice.odds(" ".join(subject), hit=arguments.hit).shifted(arguments.modifier or 0)
     print(
         json.dumps(distribution.to_json(), indent=2) if arguments.json else render_odds(" ".join(subject), distribution)
     )
     return 0
 
 
+def _check_for_odds(path: Path, key: str, arguments: argparse.Namespace) -> tuple[Check, str | None, int]:
+    """The check `key`, the character named by --character (None without it) and the modifier to add."""
+    try:
+        if arguments.character is None:
+            return load_rules(path)[key], None, arguments.modifier or 0
+        if arguments.modifier is not None:
+            raise BadInput("give --character (its variable is the modifier) or --modifier, not both")
+        world = load_world(path)
+        check, character = world.check(key), world.character(arguments.character)
+    except KeyError as error:
+        raise BadInput(str(error.args[0])) from None
+    return check, character.name, modifier_for(check, character)
+
+
 def run_check(arguments: argparse.Namespace) -> int:
-    data, problems = read_dice_json(arguments.path)
+    files = world_files(arguments.path)
+    problems = check_world(arguments.path)
     errors = [problem for problem in problems if problem.severity == "error"]
     if arguments.json:
         print(json.dumps({"ok": not errors, "problems": [_problem_json(problem) for problem in problems]}, indent=2))
     else:
-        checks = len(data.get("checks", [])) if isinstance(data, dict) else 0
+        checked = " and ".join(files.names) + ("" if files.dice else f" (no {DICE_FILE}, so no checks)")
         warnings = len(problems) - len(errors)
         verdict = "has problems" if errors else "is fine"
-        print(f"{arguments.path}: {verdict}: {checks} checks, {len(errors)} errors, {warnings} warnings")
+        counts = f"{_count(len(errors), 'error')}, {_count(warnings, 'warning')}"
+        print(f"{arguments.path}: {verdict}: checked {checked}; {counts}")
         for problem in problems:
             print(f"  {problem}")
     return 1 if errors else 0
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _problem_json(problem: Problem) -> dict[str, Any]:
-    return {"severity": problem.severity, "path": problem.path, "message": problem.message}
+    return {"severity": problem.severity, "file": problem.file, "path": problem.path, "message": problem.message}
 
 
 def _looks_like_path(text: str) -> bool:
@@ -183,13 +206,14 @@ def _shown_range(distribution: dice.Odds) -> tuple[int, int]:
     return distribution.lowest + low, distribution.lowest + high
 
 
-def render_check_odds(result: CheckOdds) -> str:
+def render_check_odds(result: CheckOdds, character: str | None = None) -> str:
     check = result.check
+    who = f" for {character}" if character else ""
     reading = f" successes (hit {check.hit}+)" if check.reading == "successes" else ""
     modifier = f" {result.modifier:+d}" if result.modifier else ""
     against = f", {check.compare} target {result.target}" if result.target is not None else ""
     how = "exact" if result.dice.exact else f"estimated from {result.dice.samples:,} rolls"
-    lines = [f"{check.name} ({check.key}): {check.dice.text}{reading}{modifier}{against} ({how})"]
+    lines = [f"{check.name} ({check.key}){who}: {check.dice.text}{reading}{modifier}{against} ({how})"]
     width = max(len(chance.band.label) for chance in result.bands)
     for chance in result.bands:
         critical = ", critical" if chance.band.critical else ""

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm import dice
-from gm.problems import Problem, ProblemsError
+from gm.problems import Problem, ProblemsError, document_order
 from gm.schema_messages import schema_problems
 
 Result = Literal["succeeded", "partial", "failed"]
@@ -171,13 +171,7 @@ def validate(data: Any) -> list[Problem]:
                 )
             seen.setdefault(raw["key"], index)
         problems.extend(_check_problems(raw, path, schema_ok=path not in broken))
-    return sorted(problems, key=_document_order)
-
-
-def _document_order(problem: Problem) -> list[tuple[int, str]]:
-    """Sort key for JSON paths: list indices as numbers, so checks[10] follows checks[9]."""
-    parts = problem.path.replace("[", ".[").split(".")
-    return [(int(part[1:-1]), "") if part.startswith("[") else (-1, part) for part in parts]
+    return sorted(problems, key=document_order)
 
 
 def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:

@@ -28,6 +28,12 @@ def schema_problems(validator: Draft202012Validator, data: Any) -> list[Problem]
 def describe(error: ValidationError) -> str:
     """One sentence for one schema error."""
     kind, expected, found = error.validator, error.validator_value, error.instance
+    if "propertyNames" in error.schema_path:  # the error is about a member's name, reported at its object
+        if kind == "minLength":
+            return "a name must not be empty"
+        if kind == "maxLength":
+            return f"the name {_shown(found)} is {len(found)} characters long, at most {expected} are allowed"
+        return f"the name {_shown(found)}: {error.message}"
     if kind == "required":
         missing = [name for name in expected if isinstance(found, dict) and name not in found]
         return f"'{missing[0] if missing else expected}' is missing"
@@ -37,7 +43,9 @@ def describe(error: ValidationError) -> str:
         names = ", ".join(f"'{name}'" for name in extra)
         return f"{names} {'is' if len(extra) == 1 else 'are'} not known here; expected only {', '.join(allowed)}"
     if kind == "type":
-        return f"expected {_TYPE_NAMES.get(str(expected), str(expected))}, found {_shown(found)}"
+        kinds = expected if isinstance(expected, list) else [expected]
+        named = " or ".join(_TYPE_NAMES.get(str(name), str(name)) for name in kinds)
+        return f"expected {named}, found {_shown(found)}"
     if kind == "enum":
         return f"expected one of {', '.join(repr(value) for value in expected)}, found {_shown(found)}"
     if kind == "pattern":
@@ -50,6 +58,8 @@ def describe(error: ValidationError) -> str:
     if kind == "minItems":
         return f"needs at least {expected} {'entry' if expected == 1 else 'entries'}"
     if kind == "maxItems":
+        return f"has {len(found)} entries, at most {expected} are allowed"
+    if kind == "maxProperties":
         return f"has {len(found)} entries, at most {expected} are allowed"
     if kind == "minimum":
         return f"{found} is too small, the least allowed is {expected}"

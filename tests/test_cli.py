@@ -7,6 +7,7 @@ import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +136,113 @@ def test_check_broken_json_names_line_and_column(tmp_path: Path) -> None:
 
 def test_folder_without_dice_json(tmp_path: Path) -> None:
     assert_one_error_line(gm("check", tmp_path), "no dice.json")
+
+
+def write_world(folder: Path, characters: list[dict[str, Any]], dice: dict[str, Any] | None = None) -> Path:
+    """A world folder: world.json with `characters`, and dice.json (the shipped example unless given)."""
+    folder.mkdir()
+    world = {"title": "The Drowned Lantern", "premise": "A harbour town gone dark.", "characters": characters}
+    (folder / "world.json").write_text(json.dumps(world))
+    (folder / "dice.json").write_text(json.dumps(dice) if dice is not None else EXAMPLE.read_text())
+    return folder
+
+
+MARA_AND_TOMAS = [
+    {"name": "Mara", "role": "player", "variables": {"skill": 3}},
+    {"name": "Tomas", "role": "npc", "variables": {"strength": 2}},
+]
+
+
+def test_check_a_world_lists_problems_of_both_files(tmp_path: Path) -> None:
+    brawl = {
+        "key": "brawl",
+        "name": "Brawl",
+        "use": "x",
+        "dice": "2d6",
+        "modifier": "strength",
+        "bands": [
+            {"label": "Miss", "max": 6, "result": "failed"},
+            {"label": "Hit", "min": 7, "max": 12, "result": "succeeded"},
+        ],
+    }
+    characters = [
+        {"name": "Mara", "role": "player", "variables": {"strength": "big"}},
+        {"name": "Tomas", "role": "npc", "variables": {"strength": 2}},  # 2d6+2 reaches 14
+    ]
+    world = write_world(tmp_path / "world", characters, {"checks": [brawl]})
+    result = gm("check", world)
+    assert result.returncode == 1, result
+    lines = result.stdout.splitlines()
+    assert "has problems" in lines[0] and "2 errors" in lines[0]
+    assert any("error: world.json $.characters[0].variables.strength:" in line and "'brawl'" in line for line in lines)
+    assert any(
+        "error: dice.json $.checks[0].bands:" in line and "Tomas" in line and "13 to 14" in line for line in lines
+    )
+    report = json.loads(gm("check", world / "world.json", "--json").stdout)
+    assert report["ok"] is False
+    assert [(p["file"], p["path"]) for p in report["problems"]] == [
+        ("world.json", "$.characters[0].variables.strength"),
+        ("dice.json", "$.checks[0].bands"),
+    ]
+
+
+def test_check_a_world_with_warnings_only_or_without_dice_json(tmp_path: Path) -> None:
+    # Nobody has 'skill' any more, so the example's 'attempt' can never be rolled: a warning, exit 0.
+    characters = [{"name": "Mara", "role": "player", "variables": {"wits": 3}}]
+    result = gm("check", write_world(tmp_path / "warned", characters))
+    assert result.returncode == 0, result
+    assert "is fine" in result.stdout and "1 warning" in result.stdout
+    assert "warning: dice.json $.checks[0].modifier:" in result.stdout and "'skill'" in result.stdout
+    plain = write_world(tmp_path / "plain", characters)
+    (plain / "dice.json").unlink()
+    result = gm("check", plain)
+    assert result.returncode == 0 and "no dice.json" in result.stdout and "0 errors" in result.stdout
+
+
+def test_check_a_world_with_broken_json_is_one_error_line(tmp_path: Path) -> None:
+    world = write_world(tmp_path / "world", MARA_AND_TOMAS)
+    (world / "world.json").write_text('{"title": "T",,}')
+    assert_one_error_line(gm("check", world), "world.json", "column 15")
+
+
+def test_odds_for_a_character_takes_its_modifier(tmp_path: Path) -> None:
+    world = write_world(tmp_path / "world", MARA_AND_TOMAS)
+    result = gm("odds", world, "attempt", "--target", "12", "--character", "mara", "--json")
+    assert result.returncode == 0, result
+    data = json.loads(result.stdout)
+    assert (data["character"], data["modifier"]) == ("Mara", 3)
+    # d20 + 3 - 12 reads -8 to 11: faces 1-8 fail (-8..-1), 9-13 partial, 14-18 succeed, 19-20 (10, 11) critical.
+    probabilities = {band["label"]: band["probability"] for band in data["bands"]}
+    assert probabilities == {
+        "Critical failure": "0",
+        "Failure": "2/5",
+        "Partial success": "1/4",
+        "Success": "1/4",
+        "Critical success": "1/10",
+    }
+    text = gm("odds", world / "world.json", "attempt", "--target", "12", "--character", "Mara").stdout
+    assert text.splitlines()[0].startswith("Risky attempt (attempt) for Mara: 1d20 +3, over target 12")
+    assert "40.00%" in text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (("attempt", "--target", "12", "--character", "Ilse"), ("no character 'Ilse'", "Mara, Tomas")),
+        (("attempt", "--target", "12", "--character", "Tomas"), ("'attempt'", "Tomas", "'skill'")),
+        (("attempt", "--target", "12", "--character", "Mara", "--modifier", "1"), ("not both",)),
+        (("climb", "--character", "Mara"), ("no check 'climb'", "attempt")),
+    ],
+)
+def test_odds_for_a_character_refuses_bad_input(
+    tmp_path: Path, arguments: tuple[str, ...], words: tuple[str, ...]
+) -> None:
+    world = write_world(tmp_path / "world", MARA_AND_TOMAS)
+    assert_one_error_line(gm("odds", world, *arguments), *words)
+
+
+def test_odds_for_a_character_needs_a_sound_world(tmp_path: Path) -> None:
+    assert_one_error_line(gm("odds", EXAMPLE, "attempt", "--target", "9", "--character", "Mara"), "not a world")
+    assert_one_error_line(gm("odds", "2d6", "--character", "Mara"), "--character belongs to a check")
+    npcs_only = write_world(tmp_path / "npcs", [{"name": "Tomas", "role": "npc", "variables": {"skill": 1}}])
+    assert_one_error_line(gm("odds", npcs_only, "attempt", "--target", "9", "--character", "Tomas"), "'player'")
