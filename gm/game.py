@@ -1,0 +1,119 @@
+"""The library's front door: start or open a story, play rounds, and read what happened.
+
+    game = Game(ModelClient(ModelSettings.from_env()))
+    story_id = game.start_story("worlds/harbor")
+    result = await game.play(story_id, "I pick the lock of the harbour office.")
+    print(result.narration)
+    await game.settle()  # let the memory keeper finish before the program exits
+
+A front end needs nothing else: the round's narration, outcomes, rolls and the refusals seen come
+back in a `RoundResult`; `RoundFailed` carries one sentence for the player.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from gm import dice
+from gm.memory import MemoryKeeper
+from gm.model import ModelError
+from gm.round import RoundResult, RoundSettings, play_round
+from gm.store import Store, Story
+from gm.world import World, load_world, world_from_data
+
+log = logging.getLogger(__name__)
+
+
+class Game:
+    """Stories played with one model (and, optionally, another for the memory keeper)."""
+
+    def __init__(
+        self,
+        model: Any,
+        store: Store | None = None,
+        *,
+        memory_model: Any | None = None,
+        settings: RoundSettings | None = None,
+        source: dice.DiceSource | None = None,
+    ) -> None:
+        self.model = model
+        self.store = store or Store()
+        self.keeper = MemoryKeeper(self.store, memory_model or model)
+        self.settings = settings or RoundSettings()
+        self.source = source
+        self._memory_tasks: set[asyncio.Task[None]] = set()
+        self._memory_locks: dict[str, asyncio.Lock] = {}
+
+    def start_story(self, world_path: str | Path, *, settings: dict[str, Any] | None = None) -> str:
+        """Start a story from a world folder, copying its definitions in; a world failing its check is refused."""
+        world = load_world(Path(world_path))
+        story = Story(
+            title=world.title,
+            world_data=world.world_data,
+            dice_data=world.dice_data,
+            settings={"dice": "shown", **(settings or {})},
+        )
+        return self.store.create_story(story).id
+
+    def world(self, story_id: str) -> World:
+        """The story's world, rebuilt from the definitions copied in at its start."""
+        story = self.store.story(story_id)
+        return world_from_data(story.world_data, story.dice_data)
+
+    async def play(self, story_id: str, text: str, *, facts: tuple[str, ...] = ()) -> RoundResult:
+        """Play one round; the memory keeper then runs in the background."""
+        story = self.store.story(story_id)
+        result = await play_round(
+            self.store,
+            story,
+            self.world(story_id),
+            self.model,
+            text,
+            settings=self.settings,
+            source=self.source,
+            facts=facts,
+        )
+        self._remember(story_id)
+        return result
+
+    async def regenerate(self, story_id: str) -> RoundResult:
+        """Play the last round again for a new narration; its rolls are kept, never rolled again."""
+        story = self.store.story(story_id)
+        result = await play_round(
+            self.store,
+            story,
+            self.world(story_id),
+            self.model,
+            "",
+            settings=self.settings,
+            source=self.source,
+            regenerate=True,
+        )
+        self._remember(story_id)
+        return result
+
+    async def settle(self) -> None:
+        """Wait for memory work in progress (call before exiting)."""
+        while self._memory_tasks:
+            await asyncio.gather(*list(self._memory_tasks), return_exceptions=True)
+
+    def _remember(self, story_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._catch_up(story_id))
+        self._memory_tasks.add(task)
+        task.add_done_callback(self._memory_tasks.discard)
+
+    async def _catch_up(self, story_id: str) -> None:
+        # One memory keeper per story at a time in this process; across processes the database's
+        # unique (story, round) memory refuses a duplicate.
+        lock = self._memory_locks.setdefault(story_id, asyncio.Lock())
+        async with lock:
+            try:
+                await self.keeper.catch_up(story_id)
+            except (ModelError, IntegrityError) as error:
+                # The round stands; its memory is written after a later round.
+                log.warning("memory for story %s is left for later: %s", story_id, error)

@@ -1,0 +1,282 @@
+"""The tools the model sees (roll_check, roll_dice, narrate): their schemas, and what calling them does.
+
+The model learns a check roll's band, never its number. Every bad call (malformed JSON, an unknown
+tool, check or character, a missing or unwanted target, a roll in a band gap, the referee's
+refusals) becomes the tool's result as `{"error": "<sentence the model can act on>"}`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from gm import dice
+from gm.referee import Outcome, Refusal, RoundRoll, referee
+from gm.rules import CheckRollError, band_for, read_value
+from gm.schema_messages import describe
+from gm.store import RollRecord
+from gm.world import CharacterCannotRoll, World
+
+CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
+
+
+def tool_schemas(world: World) -> list[dict[str, Any]]:
+    """The function tools offered for this world; roll_check only where the world has checks."""
+    names = [character.name for character in world.characters]
+    tools = []
+    if world.rules is not None and world.rules.checks:
+        tools.append(
+            _function(
+                "roll_check",
+                "Roll one of the world's checks for a character when an attempt's outcome is uncertain. "
+                "Returns the roll id and its band (label, result, critical), never the number. "
+                "Rolling the same check for the same character again this round returns the first roll.",
+                {
+                    "check": {"type": "string", "enum": [check.key for check in world.rules.checks]},
+                    "character": {"type": "string", "enum": names},
+                    "target": {
+                        "type": "integer",
+                        "description": "The difficulty or skill; only for over/under checks.",
+                    },
+                    "reason": {"type": "string", "description": "What the character attempts."},
+                },
+                ["check", "character", "reason"],
+            )
+        )
+    tools.append(
+        _function(
+            "roll_dice",
+            "Roll plain dice (such as damage or a random table) in dice notation like 2d6+1. Returns the total.",
+            {
+                "notation": {"type": "string", "description": "Dice notation: NdM, dM, d%, kh/kl/dh/dl, + and -."},
+                "reason": {"type": "string"},
+            },
+            ["notation", "reason"],
+        )
+    )
+    tools.append(
+        _function(
+            "narrate",
+            "End the round: the narration the player reads, and one outcome per character whose fate was at stake. "
+            "A character rolled for with roll_check must have an outcome naming that roll, with the roll's result.",
+            {
+                "narration": {"type": "string"},
+                "outcomes": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "character": {"type": "string", "enum": names},
+                            "result": {"type": "string", "enum": ["succeeded", "partial", "failed"]},
+                            "roll": {"type": "integer", "description": "The roll id that settled this outcome."},
+                        },
+                        "required": ["character", "result"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            ["narration", "outcomes"],
+        )
+    )
+    return tools
+
+
+def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+@dataclass(frozen=True, slots=True)
+class Narration:
+    """An ending the referee accepted."""
+
+    text: str
+    outcomes: tuple[Outcome, ...]
+
+
+@dataclass(slots=True)
+class ToolReply:
+    """What one tool call gave back: the JSON the model reads, and, for an accepted narrate, the ending."""
+
+    content: dict[str, Any]
+    ended: Narration | None = None
+    refusals: list[Refusal] = field(default_factory=list)
+    blameless: bool = False  # an error that is not the model's doing (a void roll), so no refusal
+
+    @property
+    def counts_as_refusal(self) -> bool:
+        return "error" in self.content and not self.blameless
+
+
+@dataclass
+class RoundTools:
+    """The tools bound to one attempt at one round: they roll, write each roll at once, and referee.
+
+    `earlier` holds the rolls of an earlier version of this round (when it is played again): asking
+    for the same check and character returns that roll instead of rolling anew.
+    """
+
+    world: World
+    story_id: str
+    attempt_id: str
+    round_number: int
+    write_roll: Callable[[RollRecord], RollRecord]
+    source: dice.DiceSource | None = None
+    earlier: Sequence[RollRecord] = ()
+    rolls: list[RollRecord] = field(default_factory=list)
+
+    def call(self, name: str, raw_arguments: Any) -> ToolReply:
+        """Run one tool call; never raises for anything the model sent."""
+        schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas(self.world)}
+        if name not in schemas:
+            return _error(f"there is no tool '{name}'; the tools are {', '.join(schemas)}")
+        arguments = _arguments(name, raw_arguments, schemas[name])
+        if isinstance(arguments, str):
+            return _error(arguments)
+        if name == "roll_check":
+            return self.roll_check(arguments)
+        if name == "roll_dice":
+            return self.roll_dice(arguments)
+        return self.narrate(arguments)
+
+    @property
+    def checks_rolled(self) -> bool:
+        return any(roll.kind == "check" for roll in self.rolls)
+
+    def roll_check(self, arguments: dict[str, Any]) -> ToolReply:
+        rules = self.world.rules
+        assert rules is not None  # roll_check is only offered, and so only accepted, with rules
+        if arguments["check"] not in rules:
+            return _error(
+                f"there is no check '{arguments['check']}'; the checks are {', '.join(c.key for c in rules.checks)}"
+            )
+        check = rules[arguments["check"]]
+        try:
+            character = self.world.character(arguments["character"])
+            modifier = self.world.modifier_for(check, character)
+            target = arguments.get("target")
+            read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
+        except (KeyError, CharacterCannotRoll, CheckRollError) as error:
+            return _error(str(error.args[0]) if error.args else str(error))
+        for roll in [*self.rolls, *self.earlier]:
+            if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
+                if roll not in self.rolls:
+                    self.rolls.append(roll)
+                return ToolReply(_check_content(roll, repeated=True), blameless=roll.void)
+        result = dice.roll(check.dice, self.source, hit=check.hit if check.reading == "successes" else None)
+        rolled = result.successes if result.successes is not None else result.total
+        value = read_value(check, rolled, target, modifier)
+        band = band_for(check, value)
+        record = self.write_roll(
+            RollRecord(
+                story_id=self.story_id,
+                attempt_id=self.attempt_id,
+                round_number=self.round_number,
+                kind="check",
+                character=character.name,
+                check_key=check.key,
+                notation=check.dice.text,
+                reason=str(arguments.get("reason", "")),
+                target=target,
+                modifier=modifier,
+                faces=[list(faces) for faces in result.faces],
+                total=result.total,
+                successes=result.successes,
+                value=value,
+                band=band.label if band else None,
+                result=band.result if band else None,
+                critical=band.critical if band else False,
+                void=band is None,
+                line=str(result),
+            )
+        )
+        self.rolls.append(record)
+        return ToolReply(_check_content(record, repeated=False), blameless=record.void)
+
+    def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
+        try:
+            result = dice.roll(arguments["notation"], self.source)
+        except dice.DiceError as error:
+            return _error(str(error))
+        record = self.write_roll(
+            RollRecord(
+                story_id=self.story_id,
+                attempt_id=self.attempt_id,
+                round_number=self.round_number,
+                kind="dice",
+                notation=result.expression.text,
+                reason=str(arguments.get("reason", "")),
+                faces=[list(faces) for faces in result.faces],
+                total=result.total,
+                line=str(result),
+            )
+        )
+        self.rolls.append(record)
+        return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
+
+    def narrate(self, arguments: dict[str, Any]) -> ToolReply:
+        outcomes = tuple(
+            Outcome(str(item["character"]), item["result"], item.get("roll")) for item in arguments["outcomes"]
+        )
+        facts = [round_roll(record) for record in self.rolls]
+        names = [character.name for character in self.world.characters]
+        refusals = referee(facts, outcomes, str(arguments["narration"]), names)
+        if refusals:
+            reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
+            return ToolReply({"error": f"narrate was refused: {reasons} Call narrate again."}, refusals=refusals)
+        return ToolReply({"accepted": True}, ended=Narration(str(arguments["narration"]), outcomes))
+
+
+def round_roll(record: RollRecord) -> RoundRoll:
+    """What the referee may know of a stored roll."""
+    assert record.id is not None
+    kind = record.kind if record.kind in ("check", "dice", "player") else "dice"
+    return RoundRoll(record.id, kind, record.character, record.check_key, record.band, record.result, record.void)  # type: ignore[arg-type]
+
+
+def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
+    if record.void:
+        return {
+            "error": f"check '{record.check_key}' has no band for the value {record.value}, so roll {record.id} "
+            f"for {record.character} is void; narrate without an outcome roll for it, or roll another check"
+        }
+    content: dict[str, Any] = {
+        "roll": record.id,
+        "check": record.check_key,
+        "character": record.character,
+        "band": record.band,
+        "result": record.result,
+        "critical": record.critical,
+    }
+    if record.critical:
+        content["note"] = CRITICAL_NOTE
+    if repeated:
+        content["repeated"] = "this check was already rolled for this character this round; this is that roll"
+    return content
+
+
+def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any] | str:
+    """The call's arguments as a dict, or a sentence saying what is wrong with them."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as error:
+            return (
+                f"the arguments of {name} are not valid JSON ({error.msg} at column {error.colno}); send a JSON object"
+            )
+    if not isinstance(raw, dict):
+        return f"the arguments of {name} must be a JSON object"
+    problems = sorted(Draft202012Validator(schema).iter_errors(raw), key=lambda error: list(error.absolute_path))
+    if problems:
+        first = problems[0]
+        where = ".".join(str(part) for part in first.absolute_path) or "arguments"
+        return f"{name}: {where}: {describe(first)}"
+    return raw
+
+
+def _error(message: str) -> ToolReply:
+    return ToolReply({"error": message})

@@ -1,0 +1,105 @@
+"""Helpers for end-to-end round tests: a Game wired to two fake models (game master, memory keeper)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gm import dice
+from gm.game import Game
+from gm.model import ModelClient, ModelSettings
+from gm.round import RoundSettings
+from gm.store import Store
+from gm.testing import FakeModel, Script, Step, call, reply
+
+SCHEMAS = Path(__file__).parent / "openai"
+
+
+def fake(script: Script) -> FakeModel:
+    return FakeModel(
+        script,
+        request_schema=SCHEMAS / "chat-completion-request.schema.json",
+        response_schema=SCHEMAS / "chat-completion-response.schema.json",
+    )
+
+
+@dataclass
+class Table:
+    """A game, its two fakes, and the waits the model client was asked to sleep."""
+
+    game: Game
+    master: FakeModel
+    keeper: FakeModel
+    waits: list[float] = field(default_factory=list)
+
+
+@asynccontextmanager
+async def table(
+    store: Store,
+    script: Script,
+    memory: Script | None = None,
+    *,
+    faces: list[int] | None = None,
+    settings: RoundSettings | None = None,
+) -> AsyncIterator[Table]:
+    """A Game on `store` whose game master follows `script`; the memory keeper answers `memory`
+    (by default, a summary for every request). `faces` are the dice faces rolled, in order."""
+    waits: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    master = fake(script).start()
+    keeper = fake(memory if memory is not None else (lambda request: reply("Mara worked the lock.")))
+    keeper.start()
+    try:
+        gm_client = ModelClient(ModelSettings(master.base_url, "test-key", master.model), sleep=no_sleep)
+        memory_client = ModelClient(ModelSettings(keeper.base_url, "test-key", keeper.model), sleep=no_sleep)
+        source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(1)
+        game = Game(gm_client, store, memory_model=memory_client, settings=settings, source=source)
+        yield Table(game, master, keeper, waits)
+        await game.settle()
+    finally:
+        master.close()
+        keeper.close()
+
+
+def last_tool_result(request: dict[str, Any]) -> dict[str, Any]:
+    """The JSON content of the newest tool message in a request."""
+    for message in reversed(request["messages"]):
+        if message["role"] == "tool":
+            result: dict[str, Any] = json.loads(message["content"])
+            return result
+    raise AssertionError("no tool result in the request")
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(message["content"]) for message in request["messages"] if message["role"] == "tool"]
+
+
+def narrate_roll(
+    narration: str = "The lock gives with a soft click.",
+    result: str | None = None,
+    *,
+    change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+) -> Callable[[dict[str, Any]], Step]:
+    """A step that narrates the newest check roll honestly, or with `result` instead, or `change`d outcomes."""
+
+    def step(request: dict[str, Any]) -> Step:
+        rolled = [result_ for result_ in tool_results(request) if "band" in result_]
+        outcomes = [
+            {"character": r["character"], "result": result or r["result"], "roll": r["roll"]} for r in rolled[-1:]
+        ]
+        if change is not None:
+            outcomes = change(outcomes)
+        return call("narrate", {"narration": narration, "outcomes": outcomes})
+
+    return step
+
+
+def roll_mara(target: int = 12) -> Step:
+    return call("roll_check", {"check": "attempt", "character": "Mara", "target": target, "reason": "pick the lock"})
