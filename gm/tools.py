@@ -145,7 +145,8 @@ class RoundTools:
 
     @property
     def checks_rolled(self) -> bool:
-        return any(roll.kind == "check" for roll in self.rolls)
+        """Whether a check settled something this round (a void roll settles nothing, so it does not count)."""
+        return any(roll.kind == "check" and not roll.void for roll in self.rolls)
 
     def roll_check(self, arguments: dict[str, Any]) -> ToolReply:
         rules = self.world.rules
