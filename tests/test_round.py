@@ -372,3 +372,49 @@ def test_memory_that_fails_is_written_after_a_later_round(store: Store, harbor: 
         (1, "Round one, remembered late."),
         (2, "Round two."),
     ]
+
+
+def test_a_world_without_dice_json_offers_plain_dice_but_no_checks(store: Store, tmp_path: Path) -> None:
+    from conftest import HARBOR_WORLD, write_world
+
+    world = write_world(tmp_path / "diceless", HARBOR_WORLD, None)
+    script = [roll_mara(), call("roll_dice", {"notation": "2d6", "reason": "luck"}), reply("The gulls scatter.")]
+
+    async def play() -> Any:
+        async with table(store, script, faces=[3, 4]) as t:
+            story = t.game.start_story(world)
+            return t, await t.game.play(story, "I pick the lock.")
+
+    t, result = run(play())
+    offered = [tool["function"]["name"] for tool in t.master.requests[0]["tools"]]
+    assert offered == ["roll_dice", "narrate"]
+    assert "no tool 'roll_check'" in last_tool_result(t.master.requests[1])["error"]
+    assert last_tool_result(t.master.requests[2])["total"] == 7
+    assert result.narration == "The gulls scatter." and [r["kind"] for r in result.rolls] == ["dice"]
+
+
+def test_a_critical_band_keeps_its_result_and_says_it_deserves_more(store: Store, harbor: Path) -> None:
+    async def play() -> Any:
+        async with table(store, [roll_mara(), narrate_roll("The lock all but falls open.")], faces=[20]) as t:
+            story = t.game.start_story(harbor)
+            return t, await t.game.play(story, "I pick the lock.")
+
+    t, result = run(play())
+    rolled = last_tool_result(t.master.requests[1])
+    assert rolled["band"] == "Critical success" and rolled["result"] == "succeeded" and rolled["critical"] is True
+    assert "deserves more" in rolled["note"]
+    assert result.outcomes[0]["result"] == "succeeded"
+
+
+def test_the_tool_schema_lists_checks_and_characters(store: Store, harbor: Path) -> None:
+    async def play() -> Any:
+        async with table(store, [reply("Fog.")]) as t:
+            story = t.game.start_story(harbor)
+            await t.game.play(story, "I wait.")
+            return t.master.requests[0]["tools"]
+
+    tools = {tool["function"]["name"]: tool["function"]["parameters"] for tool in run(play())}
+    properties = tools["roll_check"]["properties"]
+    assert properties["check"]["enum"] == ["attempt", "notice"]
+    assert properties["character"]["enum"] == ["Mara", "Jon", "The Warden"]
+    assert properties["target"]["type"] == "integer"
