@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gm import dice
 from gm.memory import MemoryKeeper
-from gm.model import ModelError
+from gm.model import ChatModel, ModelError
 from gm.round import RoundResult, RoundSettings, play_round
 from gm.store import Store, Story
 from gm.world import World, load_world, world_from_data
@@ -34,10 +34,10 @@ class Game:
 
     def __init__(
         self,
-        model: Any,
+        model: ChatModel,
         store: Store | None = None,
         *,
-        memory_model: Any | None = None,
+        memory_model: ChatModel | None = None,
         settings: RoundSettings | None = None,
         source: dice.DiceSource | None = None,
     ) -> None:

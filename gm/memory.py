@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from gm.store import MemoryEntry, ModelCall, RoundRecord, Store, Story
+from gm.model import ChatModel
+from gm.store import MemoryEntry, RoundRecord, Store, Story, model_call_from
 from gm.world import World
 
 VERBATIM_ROUNDS = 3  # the newest rounds, shown as they were played
@@ -125,7 +126,7 @@ def round_for_keeper(record: RoundRecord) -> str:
 class MemoryKeeper:
     """Writes each accepted round's memory, and folds old ones into the running summary."""
 
-    def __init__(self, store: Store, model: Any) -> None:
+    def __init__(self, store: Store, model: ChatModel) -> None:
         self.store = store
         self.model = model
 
@@ -160,20 +161,7 @@ class MemoryKeeper:
     async def _ask(self, story_id: str, instructions: str, text: str) -> str:
         messages = [{"role": "system", "content": prompt(instructions)}, {"role": "user", "content": text}]
         completion = await self.model.complete(messages)
-        self.store.add_model_calls(
-            [
-                ModelCall(
-                    story_id=story_id,
-                    purpose="memory",
-                    prompt_tokens=completion.usage.prompt_tokens,
-                    completion_tokens=completion.usage.completion_tokens,
-                    estimated=completion.usage.estimated,
-                    latency_ms=completion.latency_ms,
-                    http_attempts=completion.attempts,
-                    finish_reason=completion.finish_reason,
-                )
-            ]
-        )
+        self.store.add_model_calls([model_call_from(completion, "memory", story_id)])
         return str(completion.content or "").strip()
 
 

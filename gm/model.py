@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
@@ -132,6 +132,17 @@ class Completion:
     latency_ms: int  # from the first attempt to the answer, waits included
     attempts: int
     raw_message: dict[str, Any]
+
+
+class ChatModel(Protocol):
+    """Anything that answers chat completions like `ModelClient`: the round engine needs nothing more."""
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
+    ) -> Completion: ...
 
 
 class ModelClient:

@@ -20,9 +20,9 @@ from typing import Any
 
 from gm import dice
 from gm.memory import game_master_messages, recall
-from gm.model import ModelError
+from gm.model import ChatModel, Completion, ModelError
 from gm.referee import referee
-from gm.store import ModelCall, RollRecord, RoundRecord, Store, Story
+from gm.store import ModelCall, RollRecord, RoundRecord, Store, Story, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.world import World
 
@@ -78,7 +78,7 @@ async def play_round(
     store: Store,
     story: Story,
     world: World,
-    model: Any,
+    model: ChatModel,
     player_text: str,
     *,
     settings: RoundSettings = RoundSettings(),
@@ -108,7 +108,7 @@ async def _play(
     store: Store,
     story: Story,
     world: World,
-    model: Any,
+    model: ChatModel,
     player_text: str,
     settings: RoundSettings,
     source: dice.DiceSource | None,
@@ -153,13 +153,13 @@ async def _play(
 
 
 async def _tool_loop(
-    model: Any, world: World, tools: RoundTools, state: _Attempt, settings: RoundSettings
+    model: ChatModel, world: World, tools: RoundTools, state: _Attempt, settings: RoundSettings
 ) -> Narration:
     schemas = tool_schemas(world)
     for _ in range(settings.max_model_calls):
         completion = await model.complete(state.messages, tools=schemas)
         refusals_before = len(state.refusals)
-        state.calls.append(_model_call(completion))
+        state.calls.append(model_call_from(completion, "game_master"))
         if completion.finish_reason == "length":
             raise RoundFailed("the game master's answer was cut off before it ended the round; try again")
         state.messages.append(completion.raw_message)
@@ -179,7 +179,7 @@ async def _tool_loop(
     raise RoundFailed(f"the game master did not end the round within {settings.max_model_calls} model calls; try again")
 
 
-def _run_calls(completion: Any, tools: RoundTools, state: _Attempt) -> Narration | None:
+def _run_calls(completion: Completion, tools: RoundTools, state: _Attempt) -> Narration | None:
     """Run each tool call in order; every call gets its result message, even those after an ending."""
     ending: Narration | None = None
     for call in completion.tool_calls:
@@ -194,7 +194,7 @@ def _run_calls(completion: Any, tools: RoundTools, state: _Attempt) -> Narration
     return ending
 
 
-def _plain_text(completion: Any, world: World, tools: RoundTools, state: _Attempt) -> Narration | None:
+def _plain_text(completion: Completion, world: World, tools: RoundTools, state: _Attempt) -> Narration | None:
     """A plain answer ends a round in which no check was rolled; otherwise the model is told to narrate."""
     text = str(completion.content or "").strip()
     if tools.checks_rolled:
@@ -210,19 +210,6 @@ def _plain_text(completion: Any, world: World, tools: RoundTools, state: _Attemp
     state.refusals.append(reason)
     state.messages.append({"role": "user", "content": f"[game engine] {reason}"})
     return None
-
-
-def _model_call(completion: Any) -> ModelCall:
-    return ModelCall(
-        story_id="",
-        purpose="game_master",
-        prompt_tokens=completion.usage.prompt_tokens,
-        completion_tokens=completion.usage.completion_tokens,
-        estimated=completion.usage.estimated,
-        latency_ms=completion.latency_ms,
-        http_attempts=completion.attempts,
-        finish_reason=completion.finish_reason,
-    )
 
 
 def _bind(calls: list[ModelCall], story_id: str, attempt_id: str) -> list[ModelCall]:

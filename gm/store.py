@@ -19,11 +19,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, event, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
+
+if TYPE_CHECKING:
+    from gm.model import Completion
 
 
 def _now() -> datetime:
@@ -148,6 +151,20 @@ class ModelCall(SQLModel, table=True):
     refusals: int = 0
     finish_reason: str | None = None
     created_at: datetime = _moment()
+
+
+def model_call_from(completion: Completion, purpose: str, story_id: str = "") -> ModelCall:
+    """The record of one model call, from what the model client measured."""
+    return ModelCall(
+        story_id=story_id,
+        purpose=purpose,
+        prompt_tokens=completion.usage.prompt_tokens,
+        completion_tokens=completion.usage.completion_tokens,
+        estimated=completion.usage.estimated,
+        latency_ms=completion.latency_ms,
+        http_attempts=completion.attempts,
+        finish_reason=completion.finish_reason,
+    )
 
 
 class StoryNotFound(LookupError):
