@@ -48,6 +48,7 @@ class Game:
         self.source = source
         self._memory_tasks: set[asyncio.Task[None]] = set()
         self._memory_locks: dict[str, asyncio.Lock] = {}
+        self._worlds: dict[str, World] = {}
 
     def start_story(self, world_path: str | Path, *, settings: dict[str, Any] | None = None) -> str:
         """Start a story from a world folder, copying its definitions in; a world failing its check is refused."""
@@ -61,17 +62,22 @@ class Game:
         return self.store.create_story(story).id
 
     def world(self, story_id: str) -> World:
-        """The story's world, rebuilt from the definitions copied in at its start."""
-        story = self.store.story(story_id)
-        return world_from_data(story.world_data, story.dice_data)
+        """The story's world, rebuilt from the definitions copied in at its start.
+
+        Kept once built: a story's copied definitions never change, and checking them again every
+        round would cost more than the rest of the framework's round.
+        """
+        if story_id not in self._worlds:
+            story = self.store.story(story_id)
+            self._worlds[story_id] = world_from_data(story.world_data, story.dice_data)
+        return self._worlds[story_id]
 
     async def play(self, story_id: str, text: str, *, facts: tuple[str, ...] = ()) -> RoundResult:
         """Play one round; the memory keeper then runs in the background."""
-        story = self.store.story(story_id)
         result = await play_round(
             self.store,
-            story,
-            self.world(story_id),
+            story_id,
+            self.world(story_id),  # also raises StoryNotFound for an unknown id
             self.model,
             text,
             settings=self.settings,
@@ -83,11 +89,10 @@ class Game:
 
     async def regenerate(self, story_id: str) -> RoundResult:
         """Play the last round again for a new narration; its rolls are kept, never rolled again."""
-        story = self.store.story(story_id)
         result = await play_round(
             self.store,
-            story,
-            self.world(story_id),
+            story_id,
+            self.world(story_id),  # also raises StoryNotFound for an unknown id
             self.model,
             "",
             settings=self.settings,

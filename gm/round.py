@@ -76,7 +76,7 @@ class _Attempt:
 
 async def play_round(
     store: Store,
-    story: Story,
+    story_id: str,
     world: World,
     model: ChatModel,
     player_text: str,
@@ -86,14 +86,14 @@ async def play_round(
     facts: Sequence[str] = (),
     regenerate: bool = False,
 ) -> RoundResult:
-    """Play one round of `story` (or play its last round again, keeping its rolls, with `regenerate`)."""
+    """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`)."""
     holder = uuid.uuid4().hex
-    await _take_lease(store, story.id, holder, settings)
+    await _take_lease(store, story_id, holder, settings)
     try:
-        story = store.story(story.id)  # the lease holder's fresh view: rounds played, summary
+        story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
         return await _play(store, story, world, model, player_text, settings, source, facts, regenerate)
     finally:
-        store.release_lease(story.id, holder)
+        store.release_lease(story_id, holder)
 
 
 async def _take_lease(store: Store, story_id: str, holder: str, settings: RoundSettings) -> None:
@@ -130,10 +130,8 @@ async def _play(
     try:
         ending = await _tool_loop(model, world, tools, state, settings)
     except (RoundFailed, ModelError) as error:
-        store.add_model_calls(_bind(state.calls, story.id, attempt.id))
-        store.fail_attempt(attempt.id, str(error))
+        store.fail_attempt(attempt.id, str(error), _bind(state.calls, story.id, attempt.id))
         raise RoundFailed(str(error)) from None
-    store.add_model_calls(_bind(state.calls, story.id, attempt.id))
     rolls = [_roll_json(record) for record in store.rolls_by_id([record.id for record in tools.rolls if record.id])]
     outcomes = [{"character": o.character, "result": o.result, "roll": o.roll} for o in ending.outcomes]
     record = RoundRecord(
@@ -146,7 +144,7 @@ async def _play(
         rolls=rolls,
         refusals=state.refusals,
     )
-    store.accept_round(attempt.id, record)
+    store.accept_round(attempt.id, record, _bind(state.calls, story.id, attempt.id))
     return RoundResult(
         story.id, number, player_text, ending.text, outcomes, rolls, state.refusals, len(state.calls), regenerate
     )

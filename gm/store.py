@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, event, update
+from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint, event, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
@@ -107,7 +107,11 @@ class RoundRecord(SQLModel, table=True):
     """An accepted round: the player's text, the narration, outcomes, refusals seen, rolls copied in."""
 
     __tablename__ = "rounds"
-    __table_args__ = (UniqueConstraint("story_id", "number"),)
+    # The second index finds rounds still to remember without reading every round of a long story.
+    __table_args__ = (
+        UniqueConstraint("story_id", "number"),
+        Index("ix_rounds_unremembered", "story_id", "memory_written"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)
     number: int
@@ -283,13 +287,15 @@ class Store:
             session.commit()
             return roll
 
-    def fail_attempt(self, attempt_id: str, error: str) -> None:
+    def fail_attempt(self, attempt_id: str, error: str, calls: Sequence[ModelCall] = ()) -> None:
+        """Mark an attempt failed, with the model calls it made; its rolls stay as they are."""
         with self.session() as session:
             attempt = session.get(Attempt, attempt_id)
             if attempt is not None:
                 attempt.status, attempt.error = "failed", error
                 session.add(attempt)
-                session.commit()
+            session.add_all(list(calls))
+            session.commit()
 
     def rolls_of_attempt(self, attempt_id: str) -> list[RollRecord]:
         with self.session() as session:
@@ -306,8 +312,8 @@ class Store:
             }
             return [found[roll_id] for roll_id in ids if roll_id in found]
 
-    def accept_round(self, attempt_id: str, record: RoundRecord) -> RoundRecord:
-        """Write an accepted round, mark its attempt, and count it, all in one transaction.
+    def accept_round(self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = ()) -> RoundRecord:
+        """Write an accepted round with its model calls, mark its attempt, and count it, in one transaction.
 
         A regenerated round replaces the earlier version of the same number.
         """
@@ -332,7 +338,7 @@ class Store:
             else:
                 story.rounds += 1
             attempt.status = "accepted"
-            session.add_all([record, attempt, story])
+            session.add_all([record, attempt, story, *calls])
             session.commit()
             return record
 
