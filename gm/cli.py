@@ -15,6 +15,8 @@ from typing import Any, NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds
+from gm.cli_story import StoryCommandError, add_story_commands
+from gm.model import ModelNotConfigured
 from gm.problems import Problem, ProblemsError
 from gm.rules import Check, CheckRollError
 from gm.world import DICE_FILE, CharacterCannotRoll, check_world, load_rules, load_world, modifier_for, world_files
@@ -59,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("path", type=Path, help="a world folder, its world.json, or a dice.json file")
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
     check.set_defaults(run=run_check)
+    add_story_commands(commands)
     return parser
 
 
@@ -68,7 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         code: int = arguments.run(arguments)
         return code
-    except (BadInput, dice.DiceError, CheckRollError, CharacterCannotRoll) as error:
+    except (
+        BadInput,
+        dice.DiceError,
+        CheckRollError,
+        CharacterCannotRoll,
+        StoryCommandError,
+        ModelNotConfigured,
+    ) as error:
         return _fail(str(error), 2)
     except ProblemsError as error:
         return _fail(str(error), 2)

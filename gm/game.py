@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from gm import dice
 from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError
-from gm.round import RoundResult, RoundSettings, play_round
+from gm.round import PlayerRoll, RoundResult, RoundSettings, play_round
 from gm.store import Store, Story
 from gm.world import World, load_world, world_from_data
 
@@ -52,7 +52,10 @@ class Game:
 
     def start_story(self, world_path: str | Path, *, settings: dict[str, Any] | None = None) -> str:
         """Start a story from a world folder, copying its definitions in; a world failing its check is refused."""
-        world = load_world(Path(world_path))
+        return self.begin(load_world(Path(world_path)), settings=settings)
+
+    def begin(self, world: World, *, settings: dict[str, Any] | None = None) -> str:
+        """Start a story from a loaded world (already checked, as `load_world` does)."""
         story = Story(
             title=world.title,
             world_data=world.world_data,
@@ -72,8 +75,10 @@ class Game:
             self._worlds[story_id] = world_from_data(story.world_data, story.dice_data)
         return self._worlds[story_id]
 
-    async def play(self, story_id: str, text: str, *, facts: tuple[str, ...] = ()) -> RoundResult:
-        """Play one round; the memory keeper then runs in the background."""
+    async def play(
+        self, story_id: str, text: str, *, facts: tuple[str, ...] = (), player_roll: PlayerRoll | None = None
+    ) -> RoundResult:
+        """Play one round (with the player's own roll, if any); the memory keeper then runs in the background."""
         result = await play_round(
             self.store,
             story_id,
@@ -83,6 +88,7 @@ class Game:
             settings=self.settings,
             source=self.source,
             facts=facts,
+            player_roll=player_roll,
         )
         self._remember(story_id)
         return result

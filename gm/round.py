@@ -57,6 +57,14 @@ class RoundResult:
     regenerated: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PlayerRoll:
+    """Dice a player rolled with `/roll`: rolled at the start of the round and given to the game master as a fact."""
+
+    expression: dice.Expression
+    purpose: str = ""
+
+
 class RoundFailed(Exception):
     """The round could not be played; the message is one sentence for the player. Rolls made are kept."""
 
@@ -85,13 +93,14 @@ async def play_round(
     source: dice.DiceSource | None = None,
     facts: Sequence[str] = (),
     regenerate: bool = False,
+    player_roll: PlayerRoll | None = None,
 ) -> RoundResult:
     """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`)."""
     holder = uuid.uuid4().hex
     await _take_lease(store, story_id, holder, settings)
     try:
         story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
-        return await _play(store, story, world, model, player_text, settings, source, facts, regenerate)
+        return await _play(store, story, world, model, player_text, settings, source, facts, regenerate, player_roll)
     finally:
         store.release_lease(story_id, holder)
 
@@ -114,6 +123,7 @@ async def _play(
     source: dice.DiceSource | None,
     facts: Sequence[str],
     regenerate: bool,
+    player_roll: PlayerRoll | None,
 ) -> RoundResult:
     earlier: list[RollRecord] = []
     if regenerate:
@@ -126,6 +136,9 @@ async def _play(
         number = story.rounds + 1
     attempt = store.start_attempt(story.id, number, regenerating=regenerate)
     tools = RoundTools(world, story.id, attempt.id, number, store.record_roll, source, earlier)
+    facts = [*facts, *tools.replay_player_rolls()]
+    if player_roll is not None:
+        facts.append(tools.roll_for_player(player_roll.expression, player_roll.purpose))
     state = _Attempt(game_master_messages(world, recall(store, story, number), player_text, facts))
     try:
         ending = await _tool_loop(model, world, tools, state, settings)

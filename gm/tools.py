@@ -15,6 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from gm import dice
+from gm.dice.result import sum_line
 from gm.referee import Outcome, Refusal, RoundRoll, referee
 from gm.rules import CheckRollError, band_for, read_value
 from gm.schema_messages import describe
@@ -219,6 +220,33 @@ class RoundTools:
         self.rolls.append(record)
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
 
+    def roll_for_player(self, expression: dice.Expression, purpose: str) -> str:
+        """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master."""
+        character = self.world.players[0].name
+        result = dice.roll(expression, self.source)
+        record = self.write_roll(
+            RollRecord(
+                story_id=self.story_id,
+                attempt_id=self.attempt_id,
+                round_number=self.round_number,
+                kind="player",
+                character=character,
+                notation=expression.text,
+                reason=purpose,
+                faces=[list(faces) for faces in result.faces],
+                total=result.total,
+                line=str(result),
+            )
+        )
+        self.rolls.append(record)
+        return player_fact(record)
+
+    def replay_player_rolls(self) -> list[str]:
+        """When a round is played again, its player rolls stand as they were: kept, and given as facts again."""
+        replayed = [record for record in self.earlier if record.kind == "player"]
+        self.rolls.extend(replayed)
+        return [player_fact(record) for record in replayed]
+
     def narrate(self, arguments: dict[str, Any]) -> ToolReply:
         outcomes = tuple(
             Outcome(str(item["character"]), item["result"], item.get("roll")) for item in arguments["outcomes"]
@@ -230,6 +258,14 @@ class RoundTools:
             reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
             return ToolReply({"error": f"narrate was refused: {reasons} Call narrate again."}, refusals=refusals)
         return ToolReply({"accepted": True}, ended=Narration(str(arguments["narration"]), outcomes))
+
+
+def player_fact(record: RollRecord) -> str:
+    """A player's roll in words, such as "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1"."""
+    faces = [face for term in record.faces for face in term]
+    rolled = dice.roll(record.notation, dice.GivenFaces(faces))  # the same roll again, from its stored faces
+    purpose = f" for '{record.reason}'" if record.reason else ""
+    return f"{record.character} rolled {record.notation}{purpose}: {sum_line(rolled)}"
 
 
 def round_roll(record: RollRecord) -> RoundRoll:

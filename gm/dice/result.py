@@ -85,6 +85,19 @@ def render_line(result: Roll) -> str:
     return f"{line} = {result.successes} {noun} (hit {result.hit}+)"
 
 
+def sum_line(result: Roll) -> str:
+    """The total as a sum of what counted, such as `9 = 4 + 4 + 1` (dropped dice left out)."""
+    pieces: list[str] = []
+    for part in result.parts:
+        if isinstance(part, DiceRoll):
+            negative = part.term.negative
+            pieces += [f"{'-' if negative else '+'} {face}" for face, kept in zip(part.faces, part.kept) if kept]
+        else:
+            pieces.append(f"{'-' if part.negative else '+'} {part.value}")
+    joined = " ".join(pieces)
+    return f"{result.total} = {joined[2:] if joined.startswith('+ ') else joined}"
+
+
 def roll_to_json(result: Roll) -> dict[str, Any]:
     """The roll as plain data: notation, each term with faces and kept flags, total, and successes if read so."""
     terms: list[dict[str, Any]] = []

@@ -1,0 +1,136 @@
+"""The terminal chat behind `gm play`: the narration, the round's dice as cards, and the player's commands.
+
+At a terminal it uses rich (a spinner while the model works, dimmed dice cards); otherwise it reads
+one player line at a time from stdin and prints plain text, so it can be scripted and tested. The
+memory keeper runs in the background while the player types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+
+from gm.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.game import Game
+from gm.model import ModelError
+from gm.round import RoundFailed, RoundResult
+from gm.transcript import card, opened, roll_json
+
+
+class Chat:
+    """One player at a terminal (or a script on stdin) playing one story."""
+
+    def __init__(self, game: Game, story_id: str, *, interactive: bool, out: TextIO | None = None) -> None:
+        self.game = game
+        self.story_id = story_id
+        self.interactive = interactive
+        self.out = out or sys.stdout
+        self.console = Console(file=self.out, highlight=False, soft_wrap=not interactive)
+        self.last_rolls: list[dict[str, Any]] = []
+
+    @property
+    def dice_setting(self) -> str:
+        return str(self.game.store.story(self.story_id).settings.get("dice", "shown"))
+
+    async def run(self) -> None:
+        """Play until /quit or the end of input, then let the memory keeper finish."""
+        story = self.game.store.story(self.story_id)
+        self.say(f"{story.title}: story {story.id}, {story.rounds} rounds so far. Type /help for the commands.")
+        while (line := await asyncio.to_thread(self.read_line)) is not None:
+            if not await self.handle(line):
+                break
+        await self.game.settle()
+        self.say(f"The story is saved; continue it with: gm play --story {self.story_id}")
+
+    def read_line(self) -> str | None:
+        try:
+            line = self.console.input("[bold]> [/bold]") if self.interactive else sys.stdin.readline()
+        except EOFError:
+            return None
+        return None if not self.interactive and line == "" else line
+
+    async def handle(self, line: str) -> bool:
+        """Act on one line; False when the player leaves."""
+        try:
+            command = parse_command(line)
+        except CommandError as error:
+            self.error(str(error))
+            return True
+        if command is None:
+            return True
+        if isinstance(command, Simple):
+            return await self.simple(command.name)
+        if isinstance(command, SetDice):
+            self.game.store.update_settings(self.story_id, {"dice": command.setting})
+            self.say(f"Dice are now {command.setting}.")
+        elif isinstance(command, RollDice):
+            await self.round(self.game.play(self.story_id, command.text, player_roll=command.roll))
+        elif isinstance(command, Say):
+            await self.round(self.game.play(self.story_id, command.text))
+        return True
+
+    async def simple(self, name: str) -> bool:
+        if name == "quit":
+            return False
+        if name == "help":
+            self.say(HELP)
+        elif name == "regenerate":
+            await self.round(self.game.regenerate(self.story_id))
+        elif name == "open":
+            self.open_cards()
+        return True
+
+    async def round(self, playing: Any) -> None:
+        try:
+            if self.interactive:
+                with self.console.status("The game master is thinking..."):
+                    result = await playing
+            else:
+                result = await playing
+        except (RoundFailed, ModelError) as error:
+            self.error(str(error))
+            return
+        self.show(result)
+
+    def show(self, result: RoundResult) -> None:
+        world = self.game.world(self.story_id)
+        self.last_rolls = [roll_json(roll, world) for roll in result.rolls]
+        self.say("")
+        self.say(result.narration)
+        if self.dice_setting == "shown" and self.last_rolls:
+            self.say("")
+            for roll in self.last_rolls:
+                self.styled(f"[dim]\u2684 {escape(card(roll))}[/dim]", f"[dice] {card(roll)}")
+            self.styled("[dim](/open shows the dice in full)[/dim]", None)
+
+    def open_cards(self) -> None:
+        if self.dice_setting == "hidden":
+            self.say("The dice are hidden in this story; /dice shown shows them.")
+        elif not self.last_rolls:
+            self.say("No dice were rolled in the last round.")
+        else:
+            for roll in self.last_rolls:
+                self.say(f"[dice] {opened(roll)}")
+
+    def say(self, text: str) -> None:
+        if self.interactive:
+            self.console.print(escape(text))
+        else:
+            print(text, file=self.out, flush=True)
+
+    def styled(self, markup: str, plain: str | None) -> None:
+        """Rich markup at a terminal; the plain form (if any) for scripts."""
+        if self.interactive:
+            self.console.print(markup)
+        elif plain is not None:
+            print(plain, file=self.out, flush=True)
+
+    def error(self, message: str) -> None:
+        if self.interactive:
+            self.console.print(f"[red]error:[/red] {escape(message)}")
+        else:
+            print(f"error: {message}", file=sys.stderr, flush=True)

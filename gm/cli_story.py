@@ -1,0 +1,109 @@
+"""`gm play`, `gm stories` and `gm show`: the story commands of the command line, thin over the library."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gm.chat import Chat
+from gm.game import Game
+from gm.model import ChatModel, ModelClient, ModelSettings
+from gm.rehearsal import RehearsalModel
+from gm.store import Store, Story, StoryNotFound
+from gm.transcript import render_transcript, story_json, transcript
+from gm.world import load_world
+from gm.worlddef import World, world_from_data
+
+REHEARSAL = "rehearsal"
+
+
+class StoryCommandError(ValueError):
+    """Bad input to a story command (unknown story, no world given); one `error:` line."""
+
+
+def add_story_commands(commands: argparse._SubParsersAction[Any]) -> None:
+    play = commands.add_parser(
+        "play",
+        help="play a story in the terminal",
+        description="gm play WORLD starts a story; gm play --story ID continues one.",
+    )
+    play.add_argument("world", nargs="?", type=Path, help="a world folder (to start a new story)")
+    play.add_argument("--story", help="the id of a story to continue")
+    play.add_argument("--dice", choices=["shown", "hidden"], help="show the dice under the narration, or not")
+    play.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}' to play offline")
+    play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
+    play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
+    play.set_defaults(run=run_play)
+
+    stories = commands.add_parser("stories", help="list the stories")
+    stories.add_argument("--json", action="store_true", help="print them as JSON")
+    stories.set_defaults(run=run_stories)
+
+    show = commands.add_parser("show", help="print a story's transcript: rounds, narration, outcomes, every roll")
+    show.add_argument("story", help="the story's id")
+    show.add_argument("--json", action="store_true", help="print the transcript as JSON (a stable shape)")
+    show.set_defaults(run=run_show)
+
+
+def run_play(arguments: argparse.Namespace) -> int:
+    store = Store()
+    if arguments.story:
+        story: Story | None = _story(store, arguments.story)
+        assert story is not None
+        world = world_from_data(story.world_data, story.dice_data)
+    elif arguments.world is not None:
+        if not arguments.world.exists():
+            raise StoryCommandError(f"there is no world folder '{arguments.world}'")
+        story = None
+        world = load_world(arguments.world)  # a world failing its check is refused here, every problem listed
+    else:
+        raise StoryCommandError("name a world to start a story (gm play WORLD) or a story to continue (--story ID)")
+    game = Game(choose_model(arguments, world), store)
+    if story is None:
+        story_id = game.begin(world, settings={"dice": arguments.dice or "shown"})
+    else:
+        story_id = story.id
+        if arguments.dice:
+            store.update_settings(story_id, {"dice": arguments.dice})
+    if arguments.model == REHEARSAL:
+        print("Rehearsal: an offline stand-in plays the game master; no model is called.", flush=True)
+    asyncio.run(Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty()).run())
+    return 0
+
+
+def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
+    """The rehearsal stand-in when asked for by name; otherwise the configured endpoint (never a silent fallback)."""
+    if arguments.model == REHEARSAL:
+        return RehearsalModel(world)
+    return ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
+
+
+def run_stories(arguments: argparse.Namespace) -> int:
+    stories = Store().stories()
+    if arguments.json:
+        print(json.dumps([story_json(story) for story in stories], indent=2))
+        return 0
+    if not stories:
+        print("No stories yet; start one with gm play WORLD.")
+    for story in stories:
+        print(f"{story.id}  {story.created_at:%Y-%m-%d %H:%M}  {story.rounds:>4} rounds  {story.title}")
+    return 0
+
+
+def run_show(arguments: argparse.Namespace) -> int:
+    store = Store()
+    _story(store, arguments.story)
+    data = transcript(store, arguments.story)
+    print(json.dumps(data, indent=2, ensure_ascii=False) if arguments.json else render_transcript(data))
+    return 0
+
+
+def _story(store: Store, story_id: str) -> Story:
+    try:
+        return store.story(story_id)
+    except StoryNotFound as error:
+        raise StoryCommandError(f"{error}; gm stories lists them") from None

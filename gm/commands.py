@@ -1,0 +1,100 @@
+"""Player commands typed in chat: `/roll`, `/dice`, `/open`, `/regenerate`, `/help`, `/quit`.
+
+Anything not starting with `/` is a message for the game master. An unknown `/command` is an error,
+never a message to the model, and so is bad notation in `/roll`: nothing is rolled, stored or sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gm import dice
+from gm.round import PlayerRoll
+
+HELP = """\
+Type what your character does, and the game master answers.
+  /roll NOTATION [what for]  roll your own dice, e.g. /roll 2d6+1 pick the lock
+  /dice shown | hidden       show the dice under the narration, or not
+  /open                      show the last round's dice in full
+  /regenerate                a new telling of the last round, with the same dice
+  /help                      this help
+  /quit                      leave (the story is saved; continue with gm play --story ID)"""
+
+
+class CommandError(ValueError):
+    """A chat line that cannot be used; the message is one sentence for the player."""
+
+
+@dataclass(frozen=True, slots=True)
+class Say:
+    """Words for the game master."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RollDice:
+    """`/roll`: the player's own dice, rolled when the round starts."""
+
+    text: str
+    roll: PlayerRoll
+
+
+@dataclass(frozen=True, slots=True)
+class SetDice:
+    """`/dice shown` or `/dice hidden`."""
+
+    setting: Literal["shown", "hidden"]
+
+
+@dataclass(frozen=True, slots=True)
+class Simple:
+    """A command without arguments."""
+
+    name: Literal["open", "regenerate", "help", "quit"]
+
+
+Command = Say | RollDice | SetDice | Simple
+
+
+def parse_command(line: str) -> Command | None:
+    """What a chat line asks for; None for a blank line. Raises `CommandError` for bad commands."""
+    text = line.strip()
+    if not text:
+        return None
+    if not text.startswith("/"):
+        return Say(text)
+    name, _, rest = text[1:].partition(" ")
+    name, rest = name.lower(), rest.strip()
+    if name == "roll":
+        return RollDice(text, _player_roll(rest))
+    if name == "dice":
+        if rest.lower() not in ("shown", "hidden"):
+            raise CommandError("say /dice shown or /dice hidden")
+        return SetDice("shown" if rest.lower() == "shown" else "hidden")
+    if name in ("open", "regenerate", "help", "quit"):
+        if rest:
+            raise CommandError(f"/{name} takes nothing after it")
+        return Simple(name)  # type: ignore[arg-type]  # checked against the four names just above
+    if name in ("exit", "q"):
+        return Simple("quit")
+    raise CommandError(f"there is no command /{name}; type /help for the commands")
+
+
+def _player_roll(rest: str) -> PlayerRoll:
+    """The notation is the longest run of leading words that parses ("2d6 + 1 pick the lock")."""
+    if not rest:
+        raise CommandError("say what to roll, such as /roll 2d6+1 pick the lock")
+    words = rest.split()
+    for count in range(len(words), 0, -1):
+        try:
+            expression = dice.parse(" ".join(words[:count]))
+        except dice.DiceError:
+            continue
+        return PlayerRoll(expression, " ".join(words[count:]))
+    try:
+        dice.parse(words[0])
+    except dice.DiceError as error:
+        raise CommandError(str(error)) from None
+    raise AssertionError("unreachable: a word that parses would have been found above")
