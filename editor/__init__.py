@@ -1,0 +1,1 @@
+"""The world editor."""
