@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,15 @@ def add_story_commands(commands: argparse._SubParsersAction[Any]) -> None:
     stories.add_argument("--json", action="store_true", help="print them as JSON")
     stories.set_defaults(run=run_stories)
 
+    serve = commands.add_parser("serve", help="serve the story API, the play page and the editor over HTTP")
+    serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
+    serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
+    serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
+    serve.set_defaults(run=run_serve)
+
     show = commands.add_parser("show", help="print a story's transcript: rounds, narration, outcomes, every roll")
     show.add_argument("story", help="the story's id")
     show.add_argument("--json", action="store_true", help="print the transcript as JSON (a stable shape)")
@@ -80,6 +90,21 @@ def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
     if arguments.model == REHEARSAL:
         return RehearsalModel(world)
     return ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
+
+
+def run_serve(arguments: argparse.Namespace) -> int:
+    """Run the web app with uvicorn; several such processes may share one PostgreSQL database."""
+    # Imported here: the web stack is heavy, and no other command needs it.
+    import uvicorn
+
+    from gm.web.app import create_app
+
+    if arguments.model == REHEARSAL:
+        raise StoryCommandError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
+    model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
+    app = create_app(Game(model, Store()), arguments.worlds, api_token=os.environ.get("GM_API_TOKEN") or None)
+    uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
+    return 0
 
 
 def run_stories(arguments: argparse.Namespace) -> int:

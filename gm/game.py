@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from gm import dice
 from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError
-from gm.round import PlayerRoll, RoundResult, RoundSettings, play_round
+from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
 from gm.store import Store, Story
 from gm.world import World, load_world, world_from_data
 
@@ -54,9 +54,10 @@ class Game:
         """Start a story from a world folder, copying its definitions in; a world failing its check is refused."""
         return self.begin(load_world(Path(world_path)), settings=settings)
 
-    def begin(self, world: World, *, settings: dict[str, Any] | None = None) -> str:
+    def begin(self, world: World, *, settings: dict[str, Any] | None = None, token_hash: str | None = None) -> str:
         """Start a story from a loaded world (already checked, as `load_world` does)."""
         story = Story(
+            token_hash=token_hash,
             title=world.title,
             world_data=world.world_data,
             dice_data=world.dice_data,
@@ -76,7 +77,13 @@ class Game:
         return self._worlds[story_id]
 
     async def play(
-        self, story_id: str, text: str, *, facts: tuple[str, ...] = (), player_roll: PlayerRoll | None = None
+        self,
+        story_id: str,
+        text: str,
+        *,
+        facts: tuple[str, ...] = (),
+        player_roll: PlayerRoll | None = None,
+        events: RoundEvents | None = None,
     ) -> RoundResult:
         """Play one round (with the player's own roll, if any); the memory keeper then runs in the background."""
         result = await play_round(
@@ -89,11 +96,12 @@ class Game:
             source=self.source,
             facts=facts,
             player_roll=player_roll,
+            events=events,
         )
         self._remember(story_id)
         return result
 
-    async def regenerate(self, story_id: str) -> RoundResult:
+    async def regenerate(self, story_id: str, *, events: RoundEvents | None = None) -> RoundResult:
         """Play the last round again for a new narration; its rolls are kept, never rolled again."""
         result = await play_round(
             self.store,
@@ -104,6 +112,7 @@ class Game:
             settings=self.settings,
             source=self.source,
             regenerate=True,
+            events=events,
         )
         self._remember(story_id)
         return result

@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,15 @@ from gm.referee import referee
 from gm.store import ModelCall, RollRecord, RoundRecord, Store, Story, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.world import World
+
+# A listener told of the round as it happens: ("working", {"call": n}), ("roll", stored roll),
+# ("refusal", {"reason": ...}) and ("narration", {"text": ...}); a web front end streams these.
+RoundEvents = Callable[[str, dict[str, Any]], None]
+
+
+def _ignore(kind: str, data: dict[str, Any]) -> None:
+    """The listener when nobody listens."""
+
 
 PLAIN_TEXT_REFUSAL = (
     "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
@@ -78,6 +87,7 @@ class _Attempt:
     """The running state of one attempt: messages so far, refusals, model calls."""
 
     messages: list[dict[str, Any]]
+    events: RoundEvents = _ignore
     refusals: list[str] = field(default_factory=list)
     calls: list[ModelCall] = field(default_factory=list)
 
@@ -94,13 +104,16 @@ async def play_round(
     facts: Sequence[str] = (),
     regenerate: bool = False,
     player_roll: PlayerRoll | None = None,
+    events: RoundEvents | None = None,
 ) -> RoundResult:
     """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`)."""
     holder = uuid.uuid4().hex
     await _take_lease(store, story_id, holder, settings)
     try:
         story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
-        return await _play(store, story, world, model, player_text, settings, source, facts, regenerate, player_roll)
+        return await _play(
+            store, story, world, model, player_text, settings, source, facts, regenerate, player_roll, events or _ignore
+        )
     finally:
         store.release_lease(story_id, holder)
 
@@ -124,6 +137,7 @@ async def _play(
     facts: Sequence[str],
     regenerate: bool,
     player_roll: PlayerRoll | None,
+    events: RoundEvents,
 ) -> RoundResult:
     earlier: list[RollRecord] = []
     if regenerate:
@@ -135,11 +149,17 @@ async def _play(
     else:
         number = story.rounds + 1
     attempt = store.start_attempt(story.id, number, regenerating=regenerate)
-    tools = RoundTools(world, story.id, attempt.id, number, store.record_roll, source, earlier)
+
+    def write_roll(record: RollRecord) -> RollRecord:
+        stored = store.record_roll(record)
+        events("roll", _roll_json(stored))
+        return stored
+
+    tools = RoundTools(world, story.id, attempt.id, number, write_roll, source, earlier)
     facts = [*facts, *tools.replay_player_rolls()]
     if player_roll is not None:
         facts.append(tools.roll_for_player(player_roll.expression, player_roll.purpose))
-    state = _Attempt(game_master_messages(world, recall(store, story, number), player_text, facts))
+    state = _Attempt(game_master_messages(world, recall(store, story, number), player_text, facts), events)
     try:
         ending = await _tool_loop(model, world, tools, state, settings)
     except (RoundFailed, ModelError) as error:
@@ -168,6 +188,7 @@ async def _tool_loop(
 ) -> Narration:
     schemas = tool_schemas(world)
     for _ in range(settings.max_model_calls):
+        state.events("working", {"call": len(state.calls) + 1})
         completion = await model.complete(state.messages, tools=schemas)
         refusals_before = len(state.refusals)
         state.calls.append(model_call_from(completion, "game_master"))
@@ -180,7 +201,10 @@ async def _tool_loop(
             else _plain_text(completion, world, tools, state)
         )
         state.calls[-1].refusals = len(state.refusals) - refusals_before
+        for reason in state.refusals[refusals_before:]:
+            state.events("refusal", {"reason": reason})
         if ending is not None:
+            state.events("narration", {"text": ending.text})
             return ending
         if len(state.refusals) > settings.max_refusals:
             raise RoundFailed(

@@ -61,6 +61,7 @@ class Story(StoryBase, table=True):
     summary_through: int = 0  # the last round folded into `summary`
     lease_holder: str | None = None
     lease_expires: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+    token_hash: str | None = None  # sha256 of the story's secret token, for the web API; None for local stories
 
 
 class Attempt(SQLModel, table=True):

@@ -1,0 +1,50 @@
+"""`gm serve`: one FastAPI app with the story API, the play page, and the world editor mounted at /editor."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from gm.game import Game
+from gm.web.api import error_handlers, router
+from gm.web.limits import MAX_BODY_BYTES, BodyLimit
+from gm.web.service import Service
+
+log = logging.getLogger(__name__)
+
+
+def create_app(game: Game, worlds_dir: Path, *, api_token: str | None = None, editor: bool = True) -> FastAPI:
+    """The whole web app around one Game; everything a round needs lives in the game's database."""
+    app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
+    app.state.service = Service(game, worlds_dir, api_token)
+    app.include_router(router)
+    for error, handler in error_handlers().items():
+        app.add_exception_handler(error, handler)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(Exception, _internal_error)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    if editor:
+        from gm.editor.app import create_app as create_editor
+
+        app.mount("/editor", create_editor(worlds_dir))
+    return app
+
+
+async def _invalid_request(request: Request, error: Any) -> JSONResponse:
+    """The first problem with a request body, as one sentence (FastAPI would send a list of dicts)."""
+    problems = error.errors()
+    if not problems:
+        return JSONResponse({"error": "the request is not valid"}, status_code=422)
+    first = problems[0]
+    where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "the body"
+    return JSONResponse({"error": f"{where}: {first.get('msg', 'is not valid')}"}, status_code=422)
+
+
+async def _internal_error(request: Request, error: Exception) -> JSONResponse:
+    log.exception("internal error on %s %s", request.method, request.url.path)
+    return JSONResponse({"error": "internal error; it has been logged"}, status_code=500)

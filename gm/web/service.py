@@ -1,0 +1,84 @@
+"""What the web app serves from: one Game (store and model), the worlds folder, and the tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from gm.game import Game
+from gm.problems import ProblemsError
+from gm.store import Story, StoryNotFound
+from gm.world import WORLD_FILE, load_world
+from gm.worlddef import World
+
+WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+class NotFound(LookupError):
+    """No such world or story (or not one this token opens)."""
+
+
+class Unauthorized(PermissionError):
+    """A token is missing or wrong."""
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass
+class Service:
+    """The app's state, injected into routes as a dependency."""
+
+    game: Game
+    worlds_dir: Path
+    api_token: str | None = None  # GM_API_TOKEN: when set, needed to create stories
+
+    def world_names(self) -> list[str]:
+        if not self.worlds_dir.is_dir():
+            return []
+        return sorted(
+            entry.name
+            for entry in self.worlds_dir.iterdir()
+            if WORLD_NAME.match(entry.name) and (entry / WORLD_FILE).is_file()
+        )
+
+    def world(self, name: str) -> World:
+        """A world of the worlds folder by name; names are checked so nothing outside it is read."""
+        if not WORLD_NAME.match(name) or name not in self.world_names():
+            raise NotFound(f"there is no world '{name}'")
+        try:
+            return load_world(self.worlds_dir / name)
+        except ProblemsError as error:
+            raise NotFound(f"the world '{name}' fails its check: {error}") from None
+
+    def start(self, world_name: str, dice: str) -> tuple[str, str]:
+        """Start a story; returns its id and its secret token (shown once, stored only as a hash)."""
+        world = self.world(world_name)
+        token = secrets.token_urlsafe(32)
+        story_id = self.game.begin(world, settings={"dice": dice}, token_hash=hash_token(token))
+        return story_id, token
+
+    def check_api_token(self, given: str | None) -> None:
+        if self.api_token is None:
+            return
+        if given is None:
+            raise Unauthorized("creating a story needs the server's API token (Authorization: Bearer ...)")
+        if not hmac.compare_digest(given, self.api_token):
+            raise Unauthorized("the API token is wrong")
+
+    def story(self, story_id: str, token: str | None) -> Story:
+        """The story, if the token opens it; an unknown id and a wrong token look the same from outside."""
+        if token is None:
+            raise Unauthorized("this story needs its token (Authorization: Bearer ...)")
+        try:
+            story = self.game.store.story(story_id)
+        except StoryNotFound:
+            raise NotFound(f"there is no story '{story_id}' for this token") from None
+        if story.token_hash is None or not hmac.compare_digest(story.token_hash, hash_token(token)):
+            raise NotFound(f"there is no story '{story_id}' for this token")
+        return story
