@@ -166,3 +166,11 @@ def test_openapi_documents_the_endpoints(store: Store, worlds: Path) -> None:
         assert {"/api/worlds", "/api/stories", "/api/stories/{story_id}", "/api/stories/{story_id}/messages"} <= set(
             paths
         )
+
+
+def test_unknown_paths_and_methods_answer_in_the_same_shape(store: Store, worlds: Path) -> None:
+    with served_app(store, worlds, []) as (client, _):
+        missing = client.get("/api/nothing-here")
+        assert missing.status_code == 404 and missing.json() == {"error": "there is no /api/nothing-here"}
+        wrong = client.delete("/api/worlds")
+        assert wrong.status_code == 405 and "DELETE" in wrong.json()["error"]

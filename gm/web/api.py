@@ -121,13 +121,13 @@ async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token:
     """The same round as server-sent events: working, roll, refusal, narration, then done or failed."""
     app.story(story_id, token)
     parse_or_refuse(body.text)  # bad commands are a 400 before any stream starts
-    return _stream(lambda events: _play(app, story_id, body.text, events))
+    return _stream(app, story_id, lambda events: _play(app, story_id, body.text, events))
 
 
 @router.post("/stories/{story_id}/regenerate/stream")
 async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> StreamingResponse:
     app.story(story_id, token)
-    return _stream(lambda events: _play(app, story_id, "/regenerate", events))
+    return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
 
 
 class BadCommand(ValueError):
@@ -173,12 +173,15 @@ def round_result_json(app: Service, result: RoundResult) -> dict[str, Any]:
     }
 
 
-def _stream(play: Callable[[RoundEvents], Awaitable[dict[str, Any]]]) -> StreamingResponse:
+def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable[dict[str, Any]]]) -> StreamingResponse:
+    world = app.game.world(story_id)
+
     async def events() -> AsyncIterator[str]:
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
         def tell(kind: str, data: dict[str, Any]) -> None:
-            queue.put_nowait((kind, data))
+            # A roll is streamed in the transcript's shape, so a front end draws its card once.
+            queue.put_nowait((kind, roll_json(data, world) if kind == "roll" else data))
 
         async def run() -> None:
             try:

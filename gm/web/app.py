@@ -9,8 +9,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gm.game import Game
+from gm.web import pages
 from gm.web.api import error_handlers, router
 from gm.web.limits import MAX_BODY_BYTES, BodyLimit
 from gm.web.service import Service
@@ -23,9 +25,11 @@ def create_app(game: Game, worlds_dir: Path, *, api_token: str | None = None, ed
     app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
+    app.include_router(pages.router)
     for error, handler in error_handlers().items():
         app.add_exception_handler(error, handler)
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     if editor:
@@ -33,6 +37,13 @@ def create_app(game: Game, worlds_dir: Path, *, api_token: str | None = None, ed
 
         app.mount("/editor", create_editor(worlds_dir))
     return app
+
+
+async def _http_error(request: Request, error: Any) -> JSONResponse:
+    """Starlette's own errors (an unknown path, a wrong method) in the API's `{"error": ...}` shape."""
+    messages = {404: f"there is no {request.url.path}", 405: f"{request.method} is not allowed on {request.url.path}"}
+    message = messages.get(error.status_code, str(error.detail))
+    return JSONResponse({"error": message}, status_code=error.status_code, headers=getattr(error, "headers", None))
 
 
 async def _invalid_request(request: Request, error: Any) -> JSONResponse:

@@ -1,0 +1,334 @@
+// The play page: a story's rounds, an input for the player, and the round played as server-sent events.
+// Narration and player text are untrusted: every piece of data goes into the page with textContent.
+
+import { request, saveStory, say, sentence, storyToken } from "./common.js";
+
+const page = document.getElementById("play");
+const storyId = page.dataset.story;
+const base = `/api/stories/${encodeURIComponent(storyId)}`;
+
+const titleLine = document.getElementById("story-title");
+const list = document.getElementById("rounds");
+const emptyNote = document.getElementById("empty");
+const status = document.getElementById("status");
+const errorLine = document.getElementById("error");
+const form = document.getElementById("say");
+const input = document.getElementById("text");
+const sendButton = document.getElementById("send");
+const regenerateButton = document.getElementById("regenerate");
+const diceSetting = document.getElementById("dice-setting");
+
+const THINKING = "The game master is thinking…";
+const RESULT_WORDS = { succeeded: "success", partial: "partial success", failed: "failure" };
+
+let token = null;
+let dice = "shown"; // the story's Dice setting: "shown" or "hidden"
+let rounds = []; // the transcript's rounds, as GET /api/stories/{id} gives them
+let live = null; // the round being played: {round, replaces, base}
+let busy = false;
+const openCards = new Set(); // ids of the rolls whose card the player opened
+
+// ---- dice cards: the same words as gm.transcript's card() and opened() ----
+
+function signed(number) {
+  return number > 0 ? `+${number}` : String(number);
+}
+
+/** The closed card: "Risky attempt - Mara: Partial success" (as card() in gm/transcript.py). */
+export function cardText(roll) {
+  const who = roll.character || "the game master";
+  if (roll.kind === "check") {
+    const told = roll.void ? "void (no band)" : String(roll.band);
+    return `${roll.check_name || roll.check} - ${who}: ${told}`;
+  }
+  if (roll.kind === "player") {
+    const purpose = roll.reason ? ` for ${roll.reason}` : "";
+    return `Roll - ${who}: ${roll.notation}${purpose} = ${roll.total}`;
+  }
+  const purpose = roll.reason ? ` (${roll.reason})` : "";
+  return `Dice${purpose}: ${roll.notation} = ${roll.total}`;
+}
+
+/** The card opened: what opened() shows in brackets (the itemised dice, modifier, target, value, result). */
+export function diceLine(roll) {
+  if (roll.kind !== "check") return String(roll.dice);
+  let reading = String(roll.dice);
+  if (roll.modifier) reading += `, ${signed(roll.modifier)}`;
+  if (roll.target !== null && roll.target !== undefined) reading += `, target ${roll.target}`;
+  reading += ` -> ${roll.value}`;
+  if (!roll.void) reading += `, ${RESULT_WORDS[roll.result] || roll.result}`;
+  if (roll.critical) reading += ", critical";
+  return reading;
+}
+
+// ---- drawing ----
+
+function element(tag, className, text) {
+  const made = document.createElement(tag);
+  if (className) made.className = className;
+  if (text !== undefined) made.textContent = text;
+  return made;
+}
+
+function paragraphs(text) {
+  return String(text || "")
+    .split(/\n\s*\n/)
+    .map((part) => part.trim())
+    .filter(Boolean);
+}
+
+function diceCards(rolls) {
+  const box = element("div", "dice");
+  for (const roll of rolls) {
+    const card = element("details", "card");
+    card.dataset.roll = String(roll.id);
+    if (roll.result) card.dataset.result = String(roll.result);
+    if (roll.critical) card.classList.add("critical");
+    card.open = openCards.has(roll.id);
+    card.append(element("summary", null, cardText(roll)), element("p", "dice-line", diceLine(roll)));
+    card.addEventListener("toggle", () => (card.open ? openCards.add(roll.id) : openCards.delete(roll.id)));
+    box.append(card);
+  }
+  return box;
+}
+
+function roundElement(round, pending = false) {
+  const item = element("li", pending ? "round pending" : "round");
+  if (round.number) item.dataset.number = String(round.number);
+  item.append(element("p", "player", round.player_text));
+  const narration = element("div", "narration");
+  for (const paragraph of paragraphs(round.narration)) narration.append(element("p", null, paragraph));
+  item.append(narration);
+  if (dice === "shown" && round.rolls.length) item.append(diceCards(round.rolls));
+  return item;
+}
+
+function shownRounds() {
+  if (!live) return rounds;
+  return live.replaces ? [...rounds.slice(0, -1), live.round] : [...rounds, live.round];
+}
+
+function draw() {
+  const shown = shownRounds();
+  list.replaceChildren(...shown.map((round, at) => roundElement(round, live !== null && at === shown.length - 1)));
+  emptyNote.hidden = shown.length > 0;
+  regenerateButton.disabled = busy || rounds.length === 0;
+}
+
+/** Redraw only the last round (the one being played), and keep it in view. */
+function drawLast(pending) {
+  const shown = shownRounds();
+  const fresh = roundElement(shown[shown.length - 1], pending);
+  const drawn = list.children.length === shown.length;
+  if (drawn && list.lastElementChild) list.lastElementChild.replaceWith(fresh);
+  else list.append(fresh);
+  emptyNote.hidden = true;
+  form.scrollIntoView({ block: "end" });
+}
+
+function markDice() {
+  for (const choice of diceSetting.querySelectorAll("input[name=dice]")) choice.checked = choice.value === dice;
+}
+
+function setBusy(now) {
+  busy = now;
+  sendButton.disabled = now;
+  regenerateButton.disabled = now || rounds.length === 0;
+}
+
+// ---- the API ----
+
+function api(path, options = {}) {
+  const headers = { ...(options.headers || {}), Authorization: `Bearer ${token}` };
+  return request(path, { ...options, headers });
+}
+
+/** The server-sent events of a streamed answer, as {kind, data} with data parsed from JSON. */
+async function* events(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let cut;
+    while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+      const event = parseEvent(block);
+      if (event) yield event;
+    }
+  }
+  const event = parseEvent(buffer);
+  if (event) yield event;
+}
+
+function parseEvent(block) {
+  let kind = "message";
+  const data = [];
+  for (const line of block.split(/\r?\n/)) {
+    if (!line || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") kind = value;
+    else if (field === "data") data.push(value);
+  }
+  if (!data.length) return null;
+  try {
+    return { kind, data: JSON.parse(data.join("\n")) };
+  } catch {
+    return null;
+  }
+}
+
+/** Play a round (or play the last one again) through a streaming endpoint; true if it was accepted. */
+async function play(path, body, round, replaces) {
+  const failedBefore = replaces ? "The round was not told again" : "The round did not happen";
+  setBusy(true);
+  say(errorLine, "");
+  say(status, THINKING);
+  live = { round, replaces, base: round.narration };
+  drawLast(true);
+  const options = { method: "POST" };
+  if (body) {
+    options.headers = { "Content-Type": "application/json" };
+    options.body = JSON.stringify(body);
+  }
+  const answer = await api(path, options);
+  let failure = null;
+  let ended = false;
+  if (!answer.ok) {
+    failure = `${replaces ? failedBefore : "Not sent"}: ${await sentence(answer)}`;
+  } else {
+    try {
+      for await (const { kind, data } of events(answer)) {
+        if (kind === "working") {
+          say(status, THINKING);
+        } else if (kind === "roll") {
+          // roll events come in the transcript's shape
+          round.rolls = [...round.rolls.filter((kept) => kept.id !== data.id), data];
+          drawLast(true);
+        } else if (kind === "refusal") {
+          round.narration = live.base; // what was told so far does not stand
+          drawLast(true);
+        } else if (kind === "narration") {
+          round.narration = String(data.text ?? "");
+          drawLast(true);
+        } else if (kind === "done") {
+          ended = true;
+          const accepted = data.round;
+          rounds = replaces ? [...rounds.slice(0, -1), accepted] : [...rounds, accepted];
+          live = null;
+          drawLast(false);
+        } else if (kind === "failed") {
+          failure = `${failedBefore}: ${typeof data.error === "string" ? data.error : "the round failed"}`;
+        }
+      }
+    } catch {
+      failure = `${failedBefore}: the connection broke off; reload the page to see where the story stands`;
+    }
+    if (!ended && failure === null) {
+      failure = `${failedBefore}: the answer stopped before the round ended; reload the page to see where the story stands`;
+    }
+  }
+  if (!ended) {
+    live = null;
+    draw();
+  }
+  say(status, "");
+  say(errorLine, failure);
+  setBusy(false);
+  return ended;
+}
+
+async function send() {
+  const text = input.value.trim();
+  if (!text || busy) return;
+  input.value = "";
+  const played = await play(`${base}/messages/stream`, { text }, { player_text: text, narration: "", rolls: [] }, false);
+  if (!played && !input.value) input.value = text; // give the player their words back to fix or retry
+  input.focus();
+}
+
+async function regenerate() {
+  if (busy || !rounds.length) return;
+  const last = rounds[rounds.length - 1];
+  await play(`${base}/regenerate/stream`, null, { ...last, rolls: [...last.rolls] }, true);
+}
+
+async function changeDice(wanted) {
+  say(errorLine, "");
+  diceSetting.disabled = true;
+  const answer = await api(`${base}/settings`, {
+    method: "PUT",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ dice: wanted }),
+  });
+  diceSetting.disabled = false;
+  if (!answer.ok) {
+    say(errorLine, `The Dice setting was not changed: ${await sentence(answer)}`);
+  } else {
+    dice = (await answer.json()).settings.dice;
+    draw();
+  }
+  markDice();
+}
+
+function takeToken() {
+  const given = new URLSearchParams(window.location.hash.slice(1)).get("token");
+  if (given) {
+    saveStory(storyId, given);
+    // The token stays in this browser's storage, not in the address bar (or in a copied link).
+    window.history.replaceState(null, "", window.location.pathname + window.location.search);
+    return given;
+  }
+  return storyToken(storyId);
+}
+
+async function load() {
+  token = takeToken();
+  if (!token) {
+    say(
+      errorLine,
+      "This story cannot be opened here: its key is in the link given when it started (after #token=). " +
+        "Start a story from the start page.",
+    );
+    return;
+  }
+  const answer = await api(base);
+  if (!answer.ok) {
+    say(errorLine, `This story cannot be opened: ${await sentence(answer)}`);
+    return;
+  }
+  const data = await answer.json();
+  titleLine.textContent = data.story.title;
+  document.title = `${data.story.title} · gm`;
+  saveStory(storyId, token, data.story.title);
+  dice = data.story.settings.dice;
+  rounds = data.rounds;
+  markDice();
+  diceSetting.disabled = false;
+  input.disabled = false;
+  setBusy(false);
+  draw();
+  page.dataset.ready = "true";
+  if (rounds.length) form.scrollIntoView({ block: "end" });
+  input.focus();
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  send();
+});
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    send();
+  }
+});
+regenerateButton.addEventListener("click", regenerate);
+diceSetting.addEventListener("change", (event) => changeDice(event.target.value));
+
+load();
