@@ -25,6 +25,8 @@ from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint, event, u
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
+from gm.migrations import upgrade
+
 if TYPE_CHECKING:
     from gm.model import Completion
 
@@ -210,7 +212,7 @@ class Store:
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
         self.engine = engine or make_engine(url or default_database_url())
-        SQLModel.metadata.create_all(self.engine)
+        upgrade(self.engine)  # to the newest schema: gm/migrations
 
     @contextmanager
     def session(self) -> Iterator[Session]:

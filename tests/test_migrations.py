@@ -1,0 +1,181 @@
+"""Schema migrations: a database made by an older gm opens in this one, and the models never drift
+from the migrations. On SQLite, and on PostgreSQL when GM_TEST_POSTGRES_URL is set."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Column, MetaData, String, text
+from sqlalchemy.engine import Engine
+from sqlmodel import SQLModel
+
+from gm.migrations import FOLDER, INITIAL, config, upgrade
+from gm.store import Store, Story, make_engine
+
+HEAD = "story_token"
+
+# A story as the gm of the initial schema wrote it: no token_hash.
+OLD_STORY = """
+    INSERT INTO stories (id, title, world_data, dice_data, settings, created_at, rounds, summary, summary_through)
+    VALUES ('old', 'Old', '{"title": "Old"}', NULL, '{"dice": "shown"}', '2025-01-02 03:04:05', 2, 'So far.', 1)
+"""
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    made = make_engine(database_url)
+    yield made
+    made.dispose()
+
+
+def revision_of(engine: Engine) -> str | None:
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def drift(engine: Engine, metadata: MetaData = SQLModel.metadata) -> list[Any]:
+    """What Alembic's autogenerate would write to bring the database to `metadata`: nothing, if they agree."""
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return [change for change in compare_metadata(context, metadata) if not _is_alembic_version(change)]
+
+
+def _is_alembic_version(change: Any) -> bool:
+    return bool(change[0] == "remove_table" and change[1].name == "alembic_version")
+
+
+def assert_old_story_reads(store: Store) -> None:
+    story = store.story("old")
+    assert (story.title, story.world_data, story.settings, story.rounds, story.summary) == (
+        "Old",
+        {"title": "Old"},
+        {"dice": "shown"},
+        2,
+        "So far.",
+    )
+    assert story.token_hash is None
+
+
+def test_the_newest_revision_is_the_head() -> None:
+    """A new revision must move HEAD here; a branch (two heads) would fail too."""
+    script = ScriptDirectory(str(FOLDER))
+    assert script.get_heads() == [HEAD]
+    assert [revision.revision for revision in script.walk_revisions()] == [HEAD, INITIAL]
+
+
+def test_a_database_at_initial_opens_upgraded(database_url: str, engine: Engine) -> None:
+    upgrade(engine, INITIAL)
+    with engine.begin() as connection:
+        connection.execute(text(OLD_STORY))
+    store = Store(database_url)
+    assert revision_of(store.engine) == HEAD
+    assert_old_story_reads(store)
+    newer = store.create_story(Story(title="New", world_data={}, settings={}, token_hash="ab" * 32))
+    assert store.story(newer.id).token_hash == "ab" * 32
+    store.engine.dispose()
+
+
+def test_the_migrated_database_matches_the_models(engine: Engine) -> None:
+    upgrade(engine)
+    assert drift(engine) == []
+
+
+def test_a_model_change_without_a_migration_is_seen(engine: Engine) -> None:
+    """The comparison above is not blind: a column in a model and not in a migration shows up."""
+    upgrade(engine)
+    models = MetaData()
+    for table in SQLModel.metadata.sorted_tables:
+        table.to_metadata(models)
+    models.tables["stories"].append_column(Column("mood", String, nullable=True))
+    [change] = drift(engine, models)
+    assert change[0] == "add_column" and change[2] == "stories" and change[3].name == "mood"
+
+
+@pytest.mark.parametrize("made_by", ["before the story API", "with the story API"])
+def test_a_database_made_before_migrations_is_stamped_and_upgraded(
+    database_url: str, engine: Engine, made_by: str
+) -> None:
+    """Before gm had migrations, `Store` made its tables with create_all: the initial schema, or that
+    plus stories.token_hash once the story API came (one commit made that column with create_all)."""
+    SQLModel.metadata.create_all(engine)
+    with engine.begin() as connection:
+        if made_by == "before the story API":
+            connection.execute(text("ALTER TABLE stories DROP COLUMN token_hash"))
+        connection.execute(text(OLD_STORY))
+    assert revision_of(engine) is None
+    store = Store(database_url)
+    assert revision_of(store.engine) == HEAD
+    assert drift(store.engine) == []
+    assert_old_story_reads(store)
+    store.engine.dispose()
+
+
+def test_the_story_token_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text(OLD_STORY))
+        command.downgrade(config(connection), INITIAL)
+    assert revision_of(engine) == INITIAL
+    store = Store(database_url)
+    assert_old_story_reads(store)
+    store.engine.dispose()
+
+
+def test_opening_a_database_twice(database_url: str) -> None:
+    first = Store(database_url)
+    story = first.create_story(Story(title="T", world_data={}, settings={}))
+    second = Store(database_url)
+    assert second.story(story.id).title == "T"
+    assert revision_of(second.engine) == HEAD
+    first.engine.dispose()
+    second.engine.dispose()
+
+
+def test_processes_opening_a_fresh_database_at_once_all_succeed(database_url: str, tmp_path: Path) -> None:
+    """Server processes starting together all migrate the same new database: one at a time."""
+    processes = 4
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    script = textwrap.dedent(
+        f"""
+        import os, pathlib, time
+        from gm.store import Store
+        ready = pathlib.Path({str(ready)!r})
+        (ready / str(os.getpid())).touch()
+        deadline = time.monotonic() + 60
+        while len(list(ready.iterdir())) < {processes} and time.monotonic() < deadline:
+            time.sleep(0.001)
+        store = Store({database_url!r})
+        print(len(store.stories()))
+        """
+    )
+    started = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(processes)
+    ]
+    outcomes = [process.communicate(timeout=120) for process in started]
+    for process, (out, err) in zip(started, outcomes):
+        assert process.returncode == 0 and out.strip() == "0", err
+    engine = make_engine(database_url)
+    assert revision_of(engine) == HEAD
+    assert drift(engine) == []
+    engine.dispose()
+
+
+def test_opening_a_store_leaves_logging_and_output_alone(database_url: str, capfd: pytest.CaptureFixture[str]) -> None:
+    root, alembic = logging.getLogger(), logging.getLogger("alembic")
+    before = (list(root.handlers), root.level, list(alembic.handlers), alembic.level, alembic.propagate)
+    Store(database_url).engine.dispose()
+    assert (list(root.handlers), root.level, list(alembic.handlers), alembic.level, alembic.propagate) == before
+    assert capfd.readouterr() == ("", "")
