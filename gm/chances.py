@@ -53,13 +53,17 @@ class CheckOdds:
         return data
 
 
-def check_odds(check: Check, target: int | None = None, modifier: int = 0) -> CheckOdds:
+def check_odds(
+    check: Check, target: int | None = None, modifier: int = 0, distribution: dice.Odds | None = None
+) -> CheckOdds:
     """Each band's probability for `check` rolled against `target` with `modifier` added.
 
+    `distribution` is the odds of the check's dice under its reading, if the caller already has them
+    (the editor keeps them between previews, as exact odds of big dice can take a second).
     Raises `gm.rules.CheckRollError` when the check needs a target and has none, or the reverse.
     """
-    hit = check.hit if check.reading == "successes" else None
-    distribution = dice.odds(check.dice, hit=hit)
+    if distribution is None:
+        distribution = dice.odds(check.dice, hit=check.hit if check.reading == "successes" else None)
     read_value(check, distribution.lowest, target, modifier)  # refuses a missing or unwanted target up front
     per_band = [0] * len(check.bands)
     void = 0

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds
+from gm.cli_edit import EditCommandError, add_edit_command
 from gm.cli_story import StoryCommandError, add_story_commands
 from gm.model import ModelNotConfigured
 from gm.problems import Problem, ProblemsError
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
     check.set_defaults(run=run_check)
     add_story_commands(commands)
+    add_edit_command(commands)
     return parser
 
 
@@ -77,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         CheckRollError,
         CharacterCannotRoll,
         StoryCommandError,
+        EditCommandError,
         ModelNotConfigured,
     ) as error:
         return _fail(str(error), 2)

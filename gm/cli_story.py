@@ -20,6 +20,7 @@ from gm.world import load_world
 from gm.worlddef import World, world_from_data
 
 REHEARSAL = "rehearsal"
+LOOPBACK = ("127.0.0.1", "localhost")
 
 
 class StoryCommandError(ValueError):
@@ -48,6 +49,11 @@ def add_story_commands(commands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    serve.add_argument(
+        "--editor",
+        action="store_true",
+        help="also mount the world editor when --host serves other machines (it has no login)",
+    )
     serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
     serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
@@ -102,7 +108,16 @@ def run_serve(arguments: argparse.Namespace) -> int:
     if arguments.model == REHEARSAL:
         raise StoryCommandError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
     model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
-    app = create_app(Game(model, Store()), arguments.worlds, api_token=os.environ.get("GM_API_TOKEN") or None)
+    local = arguments.host in LOOPBACK
+    if not local and not arguments.editor:
+        print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
+    app = create_app(
+        Game(model, Store()),
+        arguments.worlds,
+        api_token=os.environ.get("GM_API_TOKEN") or None,
+        editor=(local or arguments.editor) and arguments.worlds.is_dir(),
+        editor_hosts=LOOPBACK if local else ("*",),
+    )
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0
 

@@ -14,6 +14,8 @@ conditional UPDATE, holds across processes on SQLite and PostgreSQL alike.
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -200,7 +202,16 @@ def make_engine(url: str) -> Engine:
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(connection: Any, _record: Any) -> None:
         cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        # Switching a new file to WAL needs a moment alone with it; processes opening it together
+        # can find it locked, and the busy timeout does not always cover this one statement.
+        for attempt in range(50):
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.1)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 

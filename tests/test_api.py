@@ -174,3 +174,18 @@ def test_unknown_paths_and_methods_answer_in_the_same_shape(store: Store, worlds
         assert missing.status_code == 404 and missing.json() == {"error": "there is no /api/nothing-here"}
         wrong = client.delete("/api/worlds")
         assert wrong.status_code == 405 and "DELETE" in wrong.json()["error"]
+
+
+def test_gm_serve_mounts_the_editor_for_this_machine_only(store: Store, worlds: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from gm.game import Game
+    from gm.web.app import create_app
+
+    app = create_app(Game(model=None, store=store), worlds)  # type: ignore[arg-type]  # no round is played
+    with TestClient(app, base_url="http://127.0.0.1") as local:
+        page = local.get("/editor/")
+        assert page.status_code == 200 and "harbour" in page.text
+    with TestClient(app, base_url="http://attacker.example") as remote:
+        assert remote.get("/editor/").status_code == 400
+        assert remote.get("/api/worlds").status_code == 200  # the API itself is host-agnostic

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,18 @@ from gm.web.service import Service
 log = logging.getLogger(__name__)
 
 
-def create_app(game: Game, worlds_dir: Path, *, api_token: str | None = None, editor: bool = True) -> FastAPI:
-    """The whole web app around one Game; everything a round needs lives in the game's database."""
+def create_app(
+    game: Game,
+    worlds_dir: Path,
+    *,
+    api_token: str | None = None,
+    editor: bool = True,
+    editor_hosts: Sequence[str] = ("127.0.0.1", "localhost"),
+) -> FastAPI:
+    """The whole web app around one Game; everything a round needs lives in the game's database.
+
+    The editor writes world files and has no login, so it answers only to `editor_hosts`.
+    """
     app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
@@ -35,7 +46,7 @@ def create_app(game: Game, worlds_dir: Path, *, api_token: str | None = None, ed
     if editor:
         from gm.editor.app import create_app as create_editor
 
-        app.mount("/editor", create_editor(worlds_dir))
+        app.mount("/editor", create_editor(worlds_dir, allowed_hosts=editor_hosts))
     return app
 
 

@@ -1,0 +1,94 @@
+"""What every route shares: the editor's state (its folder, token, templates), rendering, reading forms and files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.exceptions import HTTPException
+
+from gm.jsonfile import read_json
+from gm.problems import Problem, ProblemsError
+
+from .security import CSRF_FIELD, CsrfGuard, world_folder
+
+TEMPLATES = Path(__file__).with_name("templates")
+MAX_FORM_FIELDS = 20_000  # 40 checks of 20 bands is about 4,500 fields; a world's form far fewer
+
+
+class Editor:
+    """One editor over one folder of worlds: its token for forms and its templates (which escape everything)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.csrf = CsrfGuard()
+        self.templates = Environment(
+            loader=FileSystemLoader(TEMPLATES),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+
+    def folder(self, name: str, must_exist: bool = True) -> Path:
+        """The folder of world `name`; a 404 when the name is not allowed or (with `must_exist`) there is none."""
+        folder = world_folder(self.root, name)
+        if must_exist and not folder.is_dir():
+            raise HTTPException(404, f"There is no world called {name!r} here.")
+        return folder
+
+    def page(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        """A rendered page; every page gets the token for its forms and the path the editor is mounted at."""
+        html = self.templates.get_template(template).render(
+            root=request.scope.get("root_path", ""), csrf=self.csrf.token, csrf_field=CSRF_FIELD, **context
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def redirect(self, request: Request, path: str) -> RedirectResponse:
+        """A 303 to `path` under the editor (after a save: reloading the page then does not post again)."""
+        return RedirectResponse(request.scope.get("root_path", "") + path, status_code=303)
+
+
+def editor_of(request: Request) -> Editor:
+    editor: Editor = request.app.state.editor
+    return editor
+
+
+async def posted_form(request: Request) -> dict[str, str]:
+    """The posted form's fields (the last of a repeated name), once its token is checked."""
+    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+    fields = {name: value for name, value in form.multi_items() if isinstance(value, str)}
+    editor_of(request).csrf.check_token(fields.get(CSRF_FIELD))
+    return fields
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A world file as read: its parsed data (None when missing or unreadable) and, if unreadable, why."""
+
+    data: Any
+    exists: bool
+    problem: Problem | None = None
+
+
+def load(folder: Path, filename: str) -> Loaded:
+    """Read and parse `filename` in a world folder; a file that cannot be used is reported, not raised."""
+    path = folder / filename
+    if path.is_symlink():
+        return Loaded(None, True, Problem("$", "it is a symbolic link, which the editor does not follow"))
+    if not path.exists():
+        return Loaded(None, False)
+    try:
+        return Loaded(read_json(path), True)
+    except ProblemsError as error:
+        return Loaded(None, True, error.problems[0])
+
+
+def title_of(world: Any, name: str) -> str:
+    """A world's title for headings, or its folder name when world.json has none."""
+    title = world.get("title") if isinstance(world, dict) else None
+    return title if isinstance(title, str) and title.strip() else name

@@ -1,0 +1,283 @@
+"""The chance of each band of a check as the editor draws it: one strip of segments, lowest value first.
+
+A strip is drawn whenever the check's odds can be worked out (its dice parse, its reading and band
+ends make sense), even while it has other mistakes: a gap in an absolute check shows as a gap
+segment, which is the point. The odds are `gm.chances.check_odds`: exact, or a labelled estimate for
+dice whose exact odds would take too long. Over/under checks are shown against a target the author
+types (by default the dice's mean, rounded as the rehearsal does), checks with a modifier for a
+character the author picks among those holding it as a whole number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, cast
+
+from gm import dice
+from gm.chances import check_odds
+from gm.problems import Problem
+from gm.rules import Band, Check, Compare, Reading, Result, read_value
+
+from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft
+
+NARROW = 0.08  # segments narrower than this show their percentage only; their label is in the table
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A run of neighbouring values that land in one band (`band` None: in no band, a gap)."""
+
+    band: int | None
+    label: str
+    result: str
+    critical: bool
+    low: int
+    high: int
+    probability: Fraction
+
+    @property
+    def width(self) -> str:
+        return f"{float(self.probability) * 100:.4f}%"
+
+    @property
+    def percent(self) -> str:
+        return percent(self.probability)
+
+    @property
+    def values(self) -> str:
+        return str(self.low) if self.low == self.high else f"{self.low} to {self.high}"
+
+    @property
+    def narrow(self) -> bool:
+        return self.probability < NARROW
+
+
+@dataclass(frozen=True, slots=True)
+class BandRow:
+    """One band in the table under the strip."""
+
+    label: str
+    values: str
+    result: str
+    critical: bool
+    probability: Fraction
+
+    @property
+    def percent(self) -> str:
+        return percent(self.probability)
+
+
+@dataclass(frozen=True, slots=True)
+class Strip:
+    """One check's strip: its segments, the table of its bands, the chance of a void roll, and how it was read."""
+
+    segments: tuple[Segment, ...]
+    bands: tuple[BandRow, ...]
+    void: Fraction
+    exact: bool
+    samples: int | None
+    caption: str
+
+    @property
+    def void_percent(self) -> str:
+        return percent(self.void)
+
+    @property
+    def gaps(self) -> str:
+        """The values in no band, as the bands read them: "7", or "-2 to -1, 5"."""
+        return ", ".join(segment.values for segment in self.segments if segment.band is None)
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """What the Dice form shows under a check: a strip (None, with `reason`, when its odds cannot be worked out),
+    the target it was drawn for, and the characters to choose from for its modifier."""
+
+    strip: Strip | None
+    reason: str
+    target: str
+    characters: tuple[tuple[str, int], ...]
+    character: str
+    problems: tuple[Problem, ...] = ()
+
+
+def percent(probability: Fraction) -> str:
+    """A probability as a percentage with two decimals; a chance too small to show is "<0.01%"."""
+    if 0 < probability < Fraction(1, 20_000):
+        return "<0.01%"
+    return f"{float(probability) * 100:.2f}%"
+
+
+@lru_cache(maxsize=64)
+def distribution(notation: str, hit: int | None) -> dice.Odds:
+    """The dice's odds, kept: a preview is asked for at every keystroke, and big dice take a second."""
+    return dice.odds(notation, hit)
+
+
+def preview(draft: CheckDraft, world: Any | None) -> Preview:
+    """The strip for one check of the form, with `world` (parsed world.json, or None) for its characters."""
+    holders = _holders(draft.modifier, world)
+    character = _chosen(draft.character, holders, world)
+    built = build_check(draft)
+    if isinstance(built, str):
+        return Preview(None, built, draft.target, holders, character)
+    check = built
+    hit = check.hit if check.reading == "successes" else None
+    odds = distribution(check.dice.text, hit)
+    problems: tuple[Problem, ...] = ()
+    target = None
+    if check.needs_target:
+        typed = draft.target.strip().replace("\u2212", "-")
+        if WHOLE.match(typed):
+            target = int(typed)
+        else:
+            if typed:
+                problems = (Problem("$", f"the target must be a whole number, not {draft.target!r}"),)
+            half = Fraction(1, 2)
+            target = math.floor(odds.mean + half) if check.compare == "over" else math.ceil(odds.mean - half)
+    modifier = dict(holders).get(character, 0)
+    result = check_odds(check, target, modifier, odds)
+    strip = Strip(
+        _segments(check, odds, target, modifier),
+        tuple(
+            BandRow(chance.band.label, _span(chance.band), chance.band.result, chance.band.critical, chance.probability)
+            for chance in result.bands
+        ),
+        result.void,
+        odds.exact,
+        odds.samples,
+        _caption(check, target, modifier, character, bool(holders)),
+    )
+    shown = draft.target if problems else ("" if target is None else str(target))
+    return Preview(strip, "", shown, holders, character, problems)
+
+
+def build_check(draft: CheckDraft) -> Check | str:
+    """The check a form describes, enough to work out its odds, or a sentence saying why it cannot be."""
+    try:
+        expression = dice.parse(draft.dice)
+    except dice.DiceError:
+        return "The chances show once the dice notation is right."
+    if draft.reading not in READINGS or draft.compare not in COMPARES:
+        return "The chances show once the reading and the comparison are chosen."
+    hit = None
+    if draft.reading == "successes":
+        if not WHOLE.match(draft.hit.strip()):
+            return "The chances show once 'hit' is a whole number."
+        hit = int(draft.hit.strip())
+        try:
+            dice.check_successes(expression, hit)
+        except dice.DiceError:
+            return "The chances show once the dice and 'hit' can be read as successes."
+    bands = []
+    for number, band in enumerate(draft.bands):
+        ends = [band.min.strip(), band.max.strip()]
+        if not all(not end or WHOLE.match(end) for end in ends):
+            return f"The chances show once band {number + 1}'s min and max are whole numbers (or empty)."
+        low, high = (int(end) if end else None for end in ends)
+        bands.append(Band(band.label, cast(Result, band.result), band.critical, low, high))
+    return Check(
+        draft.key,
+        draft.name,
+        draft.use,
+        expression,
+        tuple(bands),
+        cast(Reading, draft.reading),
+        hit,
+        cast(Compare, draft.compare),
+        draft.modifier or None,
+    )
+
+
+def _segments(check: Check, odds: dice.Odds, target: int | None, modifier: int) -> tuple[Segment, ...]:
+    """Runs of values by band, in the order of the value the bands read (for `under`, highest roll first)."""
+    read = []
+    for index, count in enumerate(odds.counts):
+        if count:
+            value = read_value(check, odds.lowest + index, target, modifier)
+            read.append((value, _band_index(check.bands, value), count))
+    read.sort(key=lambda item: item[0])
+    segments: list[Segment] = []
+    for value, band, count in read:
+        last = segments[-1] if segments else None
+        if last is not None and last.band == band:
+            probability = last.probability + Fraction(count, odds.denominator)
+            segments[-1] = Segment(band, last.label, last.result, last.critical, last.low, value, probability)
+            continue
+        chosen = check.bands[band] if band is not None else None
+        segments.append(
+            Segment(
+                band,
+                chosen.label if chosen else "gap",
+                chosen.result if chosen else "void",
+                chosen.critical if chosen else False,
+                value,
+                value,
+                Fraction(count, odds.denominator),
+            )
+        )
+    return tuple(segments)
+
+
+def _band_index(bands: tuple[Band, ...], value: int) -> int | None:
+    for number, band in enumerate(bands):
+        if band.holds(value):
+            return number
+    return None
+
+
+def _span(band: Band) -> str:
+    if band.min is None and band.max is None:
+        return "any value"
+    if band.min is None:
+        return f"{band.max} or less"
+    if band.max is None:
+        return f"{band.min} or more"
+    return str(band.min) if band.min == band.max else f"{band.min} to {band.max}"
+
+
+def _caption(check: Check, target: int | None, modifier: int, character: str, has_holders: bool) -> str:
+    what = f"{check.dice.text}" + (f", successes (hit {check.hit}+)" if check.reading == "successes" else "")
+    if check.modifier:
+        what += (
+            f" {modifier:+d} ({character}'s {check.modifier})"
+            if has_holders
+            else f" (no character has '{check.modifier}', so no modifier)"
+        )
+    if target is not None:
+        what += f", {check.compare} target {target}"
+    return what
+
+
+def _holders(variable: str, world: Any | None) -> tuple[tuple[str, int], ...]:
+    """The characters of `world` holding `variable` as a whole number, with its value."""
+    if not variable or not isinstance(world, dict) or not isinstance(world.get("characters"), list):
+        return ()
+    found = []
+    for raw in world["characters"]:
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+            continue
+        variables = raw.get("variables")
+        value = variables.get(variable) if isinstance(variables, dict) else None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            found.append((raw["name"], value))
+    return tuple(found)
+
+
+def _chosen(typed: str, holders: tuple[tuple[str, int], ...], world: Any | None) -> str:
+    """The character the strip is drawn for: the one picked, else the first player holding the variable."""
+    names = [name for name, _ in holders]
+    if typed in names:
+        return typed
+    characters = world.get("characters") if isinstance(world, dict) else None
+    players = {
+        raw.get("name")
+        for raw in (characters if isinstance(characters, list) else [])
+        if isinstance(raw, dict) and raw.get("role") == "player"
+    }
+    return next((name for name in names if name in players), names[0] if names else "")

@@ -1,0 +1,67 @@
+"""`gm edit [WORLDS_DIR]`: the world editor in a browser, served by uvicorn; a thin layer over `gm.editor`."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+from pathlib import Path
+from typing import Any
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class EditCommandError(ValueError):
+    """Bad input to `gm edit` (no such folder, a port that cannot be used); one `error:` line."""
+
+
+def add_edit_command(commands: argparse._SubParsersAction[Any]) -> None:
+    edit = commands.add_parser(
+        "edit",
+        help="edit the worlds in a folder in your browser (world.json and dice.json as forms)",
+        description="gm edit [WORLDS_DIR] serves the world editor; open the address it prints.",
+    )
+    edit.add_argument(
+        "worlds", nargs="?", type=Path, default=Path("worlds"), help="the folder of worlds (default worlds/)"
+    )
+    edit.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)"
+    )
+    edit.add_argument("--port", type=int, default=8765, help="the port to listen on (default 8765)")
+    edit.set_defaults(run=run_edit)
+
+
+def run_edit(arguments: argparse.Namespace) -> int:
+    worlds: Path = arguments.worlds
+    if not worlds.is_dir():
+        raise EditCommandError(f"there is no folder '{worlds}' to edit worlds in")
+    _check_port(arguments.host, arguments.port)
+    import uvicorn  # imported here: the other commands need neither it nor FastAPI
+
+    from gm.editor import create_app
+
+    local = arguments.host in LOOPBACK
+    # Off this machine any host name may be in use; on it, only loopback names (refusing DNS rebinding).
+    app = create_app(worlds, allowed_hosts=("127.0.0.1", "localhost") if local else ("*",))
+    shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
+    print(f"World editor for {worlds.resolve()}: http://{shown}:{arguments.port}/  (Ctrl+C stops it)", flush=True)
+    if not local:
+        print("Note: anyone who can reach this address can change these worlds.", flush=True)
+    uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
+    return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port that cannot be listened on now, with one sentence (uvicorn would log and exit)."""
+    if not 0 <= port < 65536:
+        raise EditCommandError(f"--port {port} is not a port; expected 1 to 65535 (or 0 for any free one)")
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except socket.gaierror:
+        raise EditCommandError(f"--host {host} is not an address this machine has") from None
+    except OSError as error:
+        reason = "it is in use" if error.errno == errno.EADDRINUSE else (error.strerror or str(error))
+        raise EditCommandError(f"cannot listen on {host}:{port}: {reason}") from None
