@@ -132,22 +132,22 @@ class MemoryKeeper:
 
     async def catch_up(self, story_id: str) -> None:
         """Remember every accepted round not yet remembered (earlier failures included), then fold."""
-        for record in self.store.unremembered(story_id):
+        # Database work goes through Store.off_loop, so a server's rounds go on meanwhile.
+        for record in await self.store.off_loop(self.store.unremembered, story_id):
             summary = await self._ask(story_id, "memory_keeper", round_for_keeper(record))
-            self.store.add_memory(
-                MemoryEntry(
-                    story_id=story_id,
-                    round_number=record.number,
-                    summary=summary,
-                    rolls=record.rolls,
-                    outcomes=record.outcomes,
-                )
+            entry = MemoryEntry(
+                story_id=story_id,
+                round_number=record.number,
+                summary=summary,
+                rolls=record.rolls,
+                outcomes=record.outcomes,
             )
+            await self.store.off_loop(self.store.add_memory, entry)
         await self._fold(story_id)
 
     async def _fold(self, story_id: str) -> None:
-        story = self.store.story(story_id)
-        unfolded = self.store.memories(story_id, after=story.summary_through)
+        story = await self.store.off_loop(self.store.story, story_id)
+        unfolded = await self.store.off_loop(self.store.memories, story_id, story.summary_through)
         if len(unfolded) <= FOLD_AFTER:
             return
         folding = unfolded[: len(unfolded) - KEEP_AFTER_FOLD]
@@ -156,12 +156,12 @@ class MemoryKeeper:
         )
         text = f"The story so far:\n{story.summary or '(nothing yet)'}\n\nThe rounds that followed:\n{rounds}"
         summary = await self._ask(story_id, "memory_fold", text)
-        self.store.fold_summary(story_id, summary, folding[-1].round_number)
+        await self.store.off_loop(self.store.fold_summary, story_id, summary, folding[-1].round_number)
 
     async def _ask(self, story_id: str, instructions: str, text: str) -> str:
         messages = [{"role": "system", "content": prompt(instructions)}, {"role": "user", "content": text}]
         completion = await self.model.complete(messages)
-        self.store.add_model_calls([model_call_from(completion, "memory", story_id)])
+        await self.store.off_loop(self.store.add_model_calls, [model_call_from(completion, "memory", story_id)])
         return str(completion.content or "").strip()
 
 

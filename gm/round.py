@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -22,7 +23,7 @@ from gm import dice
 from gm.memory import game_master_messages, recall
 from gm.model import ChatModel, Completion, ModelError
 from gm.referee import referee
-from gm.store import ModelCall, RollRecord, RoundRecord, Store, Story, model_call_from
+from gm.store import ModelCall, RollRecord, RoundRecord, Store, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.world import World
 
@@ -84,9 +85,13 @@ class StoryBusy(RoundFailed):
 
 @dataclass
 class _Attempt:
-    """The running state of one attempt: messages so far, refusals, model calls."""
+    """The running state of one attempt: messages so far, its tools, refusals, model calls."""
 
     messages: list[dict[str, Any]]
+    attempt_id: str
+    number: int
+    player_text: str
+    tools: RoundTools
     events: RoundEvents = _ignore
     refusals: list[str] = field(default_factory=list)
     calls: list[ModelCall] = field(default_factory=list)
@@ -106,41 +111,63 @@ async def play_round(
     player_roll: PlayerRoll | None = None,
     events: RoundEvents | None = None,
 ) -> RoundResult:
-    """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`)."""
+    """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`).
+
+    Database work goes through `Store.off_loop` (worker threads on a database server, so one
+    server's other stories go on meanwhile); the listener is always called on the event loop, in order.
+    """
+    loop = asyncio.get_running_loop()
+    listener = events or _ignore
+
+    loop_thread = threading.get_ident()
+
+    def tell(kind: str, data: dict[str, Any]) -> None:
+        if threading.get_ident() == loop_thread:
+            listener(kind, data)
+        else:  # from a worker thread: hand it to the loop, where it keeps its place in line
+            loop.call_soon_threadsafe(listener, kind, data)
+
     holder = uuid.uuid4().hex
     await _take_lease(store, story_id, holder, settings)
     try:
-        story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
-        return await _play(
-            store, story, world, model, player_text, settings, source, facts, regenerate, player_roll, events or _ignore
-        )
+        opening = _Opening(player_text, facts, regenerate, player_roll, source)
+        state = await store.off_loop(_begin, store, story_id, world, opening, tell)
+        try:
+            ending = await _tool_loop(store, model, world, state, settings)
+        except (RoundFailed, ModelError) as error:
+            calls = _bind(state.calls, story_id, state.attempt_id)
+            await store.off_loop(store.fail_attempt, state.attempt_id, str(error), calls)
+            raise RoundFailed(str(error)) from None
+        return await store.off_loop(_accept, store, story_id, state, ending, regenerate)
     finally:
-        store.release_lease(story_id, holder)
+        await store.off_loop(store.release_lease, story_id, holder)
 
 
 async def _take_lease(store: Store, story_id: str, holder: str, settings: RoundSettings) -> None:
     deadline = time.monotonic() + settings.wait_seconds
-    while not store.take_lease(story_id, holder, settings.lease_seconds):
+    while not await store.off_loop(store.take_lease, story_id, holder, settings.lease_seconds):
         if time.monotonic() >= deadline:
             raise StoryBusy("another round of this story is being played right now; try again when it is done")
         await asyncio.sleep(0.05)
 
 
-async def _play(
-    store: Store,
-    story: Story,
-    world: World,
-    model: ChatModel,
-    player_text: str,
-    settings: RoundSettings,
-    source: dice.DiceSource | None,
-    facts: Sequence[str],
-    regenerate: bool,
-    player_roll: PlayerRoll | None,
-    events: RoundEvents,
-) -> RoundResult:
+@dataclass(frozen=True, slots=True)
+class _Opening:
+    """What the caller asked this round to be."""
+
+    player_text: str
+    facts: Sequence[str]
+    regenerate: bool
+    player_roll: PlayerRoll | None
+    source: dice.DiceSource | None
+
+
+def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: RoundEvents) -> _Attempt:
+    """Open the attempt (in a worker thread, under the lease): its number, earlier rolls, player roll, prompt."""
+    story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
+    player_text = opening.player_text
     earlier: list[RollRecord] = []
-    if regenerate:
+    if opening.regenerate:
         last = store.round(story.id, story.rounds)
         if last is None:
             raise RoundFailed("there is no round to play again yet")
@@ -148,43 +175,52 @@ async def _play(
         earlier = store.rolls_by_id([roll["id"] for roll in last.rolls])
     else:
         number = story.rounds + 1
-    attempt = store.start_attempt(story.id, number, regenerating=regenerate)
+    attempt = store.start_attempt(story.id, number, regenerating=opening.regenerate)
 
     def write_roll(record: RollRecord) -> RollRecord:
         stored = store.record_roll(record)
-        events("roll", _roll_json(stored))
+        tell("roll", _roll_json(stored))
         return stored
 
-    tools = RoundTools(world, story.id, attempt.id, number, write_roll, source, earlier)
-    facts = [*facts, *tools.replay_player_rolls()]
-    if player_roll is not None:
-        facts.append(tools.roll_for_player(player_roll.expression, player_roll.purpose))
-    state = _Attempt(game_master_messages(world, recall(store, story, number), player_text, facts), events)
-    try:
-        ending = await _tool_loop(model, world, tools, state, settings)
-    except (RoundFailed, ModelError) as error:
-        store.fail_attempt(attempt.id, str(error), _bind(state.calls, story.id, attempt.id))
-        raise RoundFailed(str(error)) from None
-    rolls = [_roll_json(record) for record in store.rolls_by_id([record.id for record in tools.rolls if record.id])]
+    tools = RoundTools(world, story.id, attempt.id, number, write_roll, opening.source, earlier)
+    facts = [*opening.facts, *tools.replay_player_rolls()]
+    if opening.player_roll is not None:
+        facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
+    messages = game_master_messages(world, recall(store, story, number), player_text, facts)
+    return _Attempt(messages, attempt.id, number, player_text, tools, tell)
+
+
+def _accept(store: Store, story_id: str, state: _Attempt, ending: Narration, regenerate: bool) -> RoundResult:
+    """Write the accepted round, its rolls copied in from the database (in a worker thread)."""
+    ids = [record.id for record in state.tools.rolls if record.id]
+    rolls = [_roll_json(record) for record in store.rolls_by_id(ids)]
     outcomes = [{"character": o.character, "result": o.result, "roll": o.roll} for o in ending.outcomes]
     record = RoundRecord(
-        story_id=story.id,
-        number=number,
-        attempt_id=attempt.id,
-        player_text=player_text,
+        story_id=story_id,
+        number=state.number,
+        attempt_id=state.attempt_id,
+        player_text=state.player_text,
         narration=ending.text,
         outcomes=outcomes,
         rolls=rolls,
         refusals=state.refusals,
     )
-    store.accept_round(attempt.id, record, _bind(state.calls, story.id, attempt.id))
+    store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id))
     return RoundResult(
-        story.id, number, player_text, ending.text, outcomes, rolls, state.refusals, len(state.calls), regenerate
+        story_id,
+        state.number,
+        state.player_text,
+        ending.text,
+        outcomes,
+        rolls,
+        state.refusals,
+        len(state.calls),
+        regenerate,
     )
 
 
 async def _tool_loop(
-    model: ChatModel, world: World, tools: RoundTools, state: _Attempt, settings: RoundSettings
+    store: Store, model: ChatModel, world: World, state: _Attempt, settings: RoundSettings
 ) -> Narration:
     schemas = tool_schemas(world)
     for _ in range(settings.max_model_calls):
@@ -195,11 +231,11 @@ async def _tool_loop(
         if completion.finish_reason == "length":
             raise RoundFailed("the game master's answer was cut off before it ended the round; try again")
         state.messages.append(completion.raw_message)
-        ending = (
-            _run_calls(completion, tools, state)
-            if completion.tool_calls
-            else _plain_text(completion, world, tools, state)
-        )
+        # Tool calls write rolls, so they are database work like the rest (see Store.off_loop).
+        if completion.tool_calls:
+            ending = await store.off_loop(_run_calls, completion, state.tools, state)
+        else:
+            ending = _plain_text(completion, world, state.tools, state)
         state.calls[-1].refusals = len(state.refusals) - refusals_before
         for reason in state.refusals[refusals_before:]:
             state.events("refusal", {"reason": reason})

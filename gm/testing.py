@@ -239,7 +239,7 @@ class FakeModel:
         if self._closing.is_set():
             raise RuntimeError("a closed fake model cannot start again; make a new one")
         if self._server is None:
-            self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+            self._server = _Server(("127.0.0.1", 0), _Handler)
             self._server.fake = self  # type: ignore[attr-defined]
             self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
             self._thread.start()
@@ -411,6 +411,13 @@ def fake_model(
 
 # OpenAI's usual error types by status, for http_error steps that name none.
 _ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
+
+
+class _Server(ThreadingHTTPServer):
+    """The fake's HTTP server; a deep listen queue, so many clients at once are not turned away."""
+
+    request_queue_size = 128  # socketserver's default of 5 drops connections under a load test
+    daemon_threads = True
 
 
 class _Handler(BaseHTTPRequestHandler):
