@@ -67,6 +67,7 @@ from gm.memory import prompt
 from gm.model import Completion, ModelError, ToolCall, Usage, estimate_tokens
 from gm.rules import Check
 from gm.world import Character, CharacterCannotRoll, World
+from gm.worlddef import whole_number
 
 MARK = "(rehearsal)"
 ENGINE_PREFIX = "[game engine]"  # how the round engine speaks to the game master in a user message
@@ -181,7 +182,7 @@ def target_for(check: Check, character: Character) -> int | None:
     wanted = check_words(check)
     best: tuple[int, int] | None = None  # (shared words, value)
     for name, value in character.variables.items():
-        number = _whole_number(value)
+        number = whole_number(value)
         if number is None or name == check.modifier:
             continue
         shared = len(words(name) & wanted)
@@ -199,16 +200,6 @@ def _mean(check: Check) -> Fraction:
 def _mean_of(notation: str, hit: int | None) -> Fraction:
     # Kept by notation: exact odds of big dice can take a second or two, and a check is rolled every round.
     return dice.odds(notation, hit, samples=ESTIMATE_SAMPLES).mean
-
-
-def _whole_number(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 class RehearsalModel:

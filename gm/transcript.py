@@ -16,9 +16,9 @@ line, such as "1d20 (14) = 14"; check fields are null for the other kinds.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from gm.store import RoundRecord, Store, Story
+from gm.store import Store, Story
 from gm.worlddef import World, world_from_data
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
@@ -41,7 +41,25 @@ def story_json(story: Story) -> dict[str, Any]:
     }
 
 
-def round_json(record: RoundRecord, world: World) -> dict[str, Any]:
+class PlayedRound(Protocol):
+    """What a stored round (RoundRecord) and a just-played one (RoundResult) both have."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def player_text(self) -> str: ...
+    @property
+    def narration(self) -> str: ...
+    @property
+    def outcomes(self) -> list[dict[str, Any]]: ...
+    @property
+    def rolls(self) -> list[dict[str, Any]]: ...
+    @property
+    def refusals(self) -> list[str]: ...
+
+
+def round_json(record: PlayedRound, world: World) -> dict[str, Any]:
+    """One round in the transcript's shape, whether read from the store or just played."""
     return {
         "number": record.number,
         "player_text": record.player_text,

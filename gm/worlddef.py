@@ -132,7 +132,7 @@ def modifier_for(check: Check, character: Character) -> int:
     """
     if check.modifier is None:
         return 0
-    value = _whole_number(character.variables.get(check.modifier))
+    value = whole_number(character.variables.get(check.modifier))
     if value is None:
         raise CharacterCannotRoll(check, character)
     return value
@@ -268,7 +268,7 @@ def _modifier_type_problems(characters: list[tuple[int, dict[str, Any]]], dice_d
     for index, raw in characters:
         for variable, value in _variables(raw).items():
             finite = not isinstance(value, float) or math.isfinite(value)  # else already "not a number"
-            if variable in users and finite and _whole_number(value) is None:
+            if variable in users and finite and whole_number(value) is None:
                 named = _and(users[variable])
                 message = (
                     f"'{variable}' is the modifier of check{'s' if len(users[variable]) > 1 else ''} {named},"
@@ -291,7 +291,7 @@ def _modifier_problems(characters: list[tuple[int, dict[str, Any]]], checks: lis
             problems.append(Problem(f"{path}.modifier", message, "warning"))
         by_modifier: dict[int, list[str]] = {}
         for number, raw in holders:
-            modifier = _whole_number(_variables(raw)[check.modifier])
+            modifier = whole_number(_variables(raw)[check.modifier])
             if modifier:  # modifier 0 was tried by dice.json's own check; not whole is reported above
                 by_modifier.setdefault(modifier, []).append(_shown_name(number, raw))
         for modifier, names in by_modifier.items():
@@ -303,7 +303,7 @@ def _modifier_problems(characters: list[tuple[int, dict[str, Any]]], checks: lis
     return problems
 
 
-def _whole_number(value: object) -> int | None:
+def whole_number(value: object) -> int | None:
     """`value` as a whole number, if it is one (3.0 counts, as JSON Schema's integer does; true does not)."""
     if isinstance(value, bool):
         return None

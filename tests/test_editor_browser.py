@@ -11,7 +11,6 @@ gap found, editor-dice.png once it is fixed.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 import time
@@ -22,47 +21,21 @@ from typing import Any
 
 import pytest
 import uvicorn
+from browser import ARTIFACTS, launched_browser, sync_api
+from browser import opened_page as open_page
 
 from gm.editor import create_app
 
 SAMPLES = Path(__file__).parent.parent / "worlds"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SCREENSHOT = Path(__file__).parent / "artifacts" / "editor-dice.png"
+SCREENSHOT = ARTIFACTS / "editor-dice.png"
 GAP_SCREENSHOT = SCREENSHOT.with_name("editor-dice-gap.png")
 HIDE_STICKY = ".actions { position: static; }"  # the Save bar sticks to the window's foot; not over the picture
 
 
-def _sync_api() -> Any:
-    """Playwright's sync API, or a skip (a failure on CI) when it or Debian's Chromium is missing."""
-    try:
-        from playwright import sync_api
-    except ImportError:
-        sync_api = None
-    missing = "playwright is not installed" if sync_api is None else None
-    if missing is None and not CHROMIUM.exists():
-        missing = f"{CHROMIUM} is missing (apt-get install chromium)"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"the editor's browser tests cannot run on CI: {missing}")
-        pytest.skip(f"no browser for the editor's browser tests: {missing}")
-    return sync_api
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = _sync_api()
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_browser() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
@@ -91,18 +64,8 @@ def serving(worlds: Path) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-@contextmanager
-def opened_page(browser: Any, scripts: bool = True) -> Iterator[tuple[Any, list[str]]]:
-    """A fresh page and the console errors (failed loads, script errors, refused by the CSP) it logs."""
-    context = browser.new_context(viewport={"width": 1200, "height": 1000}, java_script_enabled=scripts)
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    try:
-        yield page, problems
-    finally:
-        context.close()
+def opened_page(browser: Any, scripts: bool = True) -> Any:
+    return open_page(browser, width=1200, height=1000, scripts=scripts)
 
 
 def strip_of(page: Any, check: int) -> list[str]:
@@ -131,7 +94,7 @@ NOTICE = {
 
 
 def test_an_author_adds_a_check_fixes_its_gap_and_saves(browser: Any, worlds: Path) -> None:
-    expect = _sync_api().expect
+    expect = sync_api().expect
     dice_path = worlds / "harbour-heist" / "dice.json"
     before = json.loads(dice_path.read_text())
     with serving(worlds) as base, opened_page(browser) as (page, problems):
@@ -230,7 +193,7 @@ def test_an_author_adds_a_check_fixes_its_gap_and_saves(browser: Any, worlds: Pa
 
 
 def test_the_editor_works_without_scripts(browser: Any, worlds: Path) -> None:
-    expect = _sync_api().expect
+    expect = sync_api().expect
     dice_path = worlds / "harbour-heist" / "dice.json"
     with serving(worlds) as base, opened_page(browser, scripts=False) as (page, problems):
         page.goto(f"{base}/worlds/harbour-heist/dice")

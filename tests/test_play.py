@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from rounds import fake
+from web import keeper_too
 
 from gm.testing import FakeModel, Step, call, reply
 
@@ -35,25 +36,12 @@ def story_id_in(output: str) -> str:
     return match.group(1)
 
 
-def game_master_and_keeper(steps: list[Step | Callable[[dict[str, Any]], Step]]) -> Callable[[dict[str, Any]], Step]:
-    """One fake for both roles: game-master requests (with tools) take the next step; the keeper summarises."""
-    queue = list(steps)
-
-    def answer(request: dict[str, Any]) -> Step:
-        if "tools" not in request:
-            return reply("Mara did something memorable.")
-        step = queue.pop(0)
-        return step(request) if callable(step) else step
-
-    return answer
-
-
 @pytest.fixture
 def served() -> Iterator[Callable[[list[Any]], tuple[FakeModel, dict[str, str]]]]:
     started: list[FakeModel] = []
 
     def serve(steps: list[Any]) -> tuple[FakeModel, dict[str, str]]:
-        model = fake(game_master_and_keeper(steps)).start()
+        model = fake(keeper_too(steps)).start()
         started.append(model)
         return model, {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "test", "GM_MODEL": model.model}
 

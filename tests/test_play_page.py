@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import socket
@@ -17,6 +16,8 @@ from typing import Any
 
 import pytest
 import uvicorn
+from browser import ARTIFACTS, launched_browser, sync_api
+from browser import opened_page as open_page
 from rounds import fake, narrate_roll, roll_mara
 from web import keeper_too, served_app
 
@@ -28,16 +29,6 @@ from gm.testing import reply, slow
 from gm.transcript import card, opened, transcript
 from gm.web.app import create_app
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).parent / "artifacts"
 BAD_REQUEST = "the server responded with a status of 400 (Bad Request)"
 NOT_FOUND = "the server responded with a status of 404 (Not Found)"
 TRICKY_TITLE = 'Mara\'s <b>Harbour</b> & "Co"'
@@ -123,29 +114,10 @@ def test_the_pages_stay_out_of_the_api_documentation(store: Store, worlds: Path)
 # ---- in a browser ----
 
 
-def _playwright() -> Any:
-    """Playwright's sync API, or a skip (a failure on CI) when it or Debian's Chromium is missing."""
-    try:
-        from playwright import sync_api
-    except ImportError:
-        sync_api = None
-    missing = "playwright is not installed" if sync_api is None else None
-    if missing is None and not CHROMIUM.exists():
-        missing = f"{CHROMIUM} is missing (apt-get install chromium)"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser test cannot run on CI: {missing}")
-        pytest.skip(missing)
-    return sync_api
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = _playwright()
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_browser() as launched:
         yield launched
-        launched.close()
 
 
 @contextmanager
@@ -182,22 +154,12 @@ def serving(
         model.close()
 
 
-@contextmanager
-def opened_page(browser: Any) -> Iterator[tuple[Any, list[str]]]:
-    """A fresh page (its own storage), and the console errors, failed scripts and CSP reports it logs."""
-    context = browser.new_context(viewport={"width": 860, "height": 900})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    try:
-        yield page, problems
-    finally:
-        context.close()
+def opened_page(browser: Any) -> Any:
+    return open_page(browser, width=860, height=900)
 
 
 def test_a_story_played_in_the_browser(browser: Any, store: Store, worlds: Path) -> None:
-    expect = _playwright().expect
+    expect = sync_api().expect
     player_text = 'I whisper "<b>hello</b>" to the clerk & wait.'
     narration = 'The clerk mouths <img src=x onerror="window.pwned=1"> and nothing more.\n\nA clock ticks.'
     script = [
@@ -323,7 +285,7 @@ def test_the_cards_read_as_the_terminal_does(browser: Any, store: Store, worlds:
     ]  # fmt: skip
     with serving(store, worlds, [], faces=[]) as (base, _), opened_page(browser) as (page, problems):
         page.goto(f"{base}/play/none")
-        expect = _playwright().expect
+        expect = sync_api().expect
         expect(page.locator("#error")).to_contain_text("This story cannot be opened here")
         read = page.evaluate(
             """async (rolls) => {
@@ -337,7 +299,7 @@ def test_the_cards_read_as_the_terminal_does(browser: Any, store: Store, worlds:
 
 
 def test_a_failed_round_reads_as_one_line(browser: Any, store: Store, worlds: Path) -> None:
-    expect = _playwright().expect
+    expect = sync_api().expect
     lie = narrate_roll("It opens at once.", "succeeded")
     script = [roll_mara(), lie, lie, lie, lie]
     with serving(store, worlds, script, faces=[11]) as (base, _), opened_page(browser) as (page, problems):
@@ -376,7 +338,7 @@ def test_a_failed_round_reads_as_one_line(browser: Any, store: Store, worlds: Pa
 
 
 def test_starting_a_story_with_the_servers_api_token(browser: Any, store: Store, worlds: Path) -> None:
-    expect = _playwright().expect
+    expect = sync_api().expect
     with (
         serving(store, worlds, [], faces=[], api_token="s3cret") as (base, _),
         opened_page(browser) as (page, problems),

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from gm.commands import CommandError, RollDice, Say, SetDice, Simple, parse_command
 from gm.model import ModelError
 from gm.round import RoundEvents, RoundFailed, RoundResult, StoryBusy
-from gm.transcript import roll_json, story_json, transcript
+from gm.transcript import roll_json, round_json, story_json, transcript
 from gm.web.service import NotFound, Service, Unauthorized
 
 router = APIRouter(prefix="/api")
@@ -161,16 +161,7 @@ async def _play(app: Service, story_id: str, text: str, events: RoundEvents | No
 
 
 def round_result_json(app: Service, result: RoundResult) -> dict[str, Any]:
-    world = app.game.world(result.story_id)
-    return {
-        "number": result.number,
-        "player_text": result.player_text,
-        "narration": result.narration,
-        "outcomes": result.outcomes,
-        "rolls": [roll_json(roll, world) for roll in result.rolls],
-        "refusals": result.refusals,
-        "regenerated": result.regenerated,
-    }
+    return {**round_json(result, app.game.world(result.story_id)), "regenerated": result.regenerated}
 
 
 def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable[dict[str, Any]]]) -> StreamingResponse:
