@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import gm.store  # noqa: F401  (the models, for autogenerate to compare the database with)
+import gm.records  # noqa: F401  (the tables, for autogenerate to compare the database with)
 
 
 def run() -> None:
