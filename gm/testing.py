@@ -38,7 +38,6 @@ Only non-streaming `POST /v1/chat/completions` and `GET /v1/models` are served.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import threading
@@ -52,8 +51,8 @@ from types import TracebackType
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import openai
-from jsonschema import validators
-from jsonschema.exceptions import ValidationError
+
+from gm.openai_schemas import load_validator, problems
 
 Request: TypeAlias = dict[str, Any]
 UsageSpec: TypeAlias = tuple[int, int] | Literal["estimate"] | None
@@ -174,41 +173,6 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def load_validator(path: Path | str) -> Any:
-    """A JSON Schema validator for one of OpenAI's published schemas, with OpenAPI's `nullable` honoured."""
-    resolved = Path(path).resolve()
-    return _cached_validator(str(resolved), resolved.stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=8)
-def _cached_validator(path: str, mtime_ns: int) -> Any:
-    """The validator for one version of a schema file, built once: building takes tens of milliseconds."""
-    schema = _with_nullable(json.loads(Path(path).read_text(encoding="utf-8")))
-    validator_class = validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    return validator_class(schema)
-
-
-def explain(error: ValidationError) -> str:
-    """One line for a schema error; for a failed oneOf/anyOf, the reason from the branch that fits best."""
-    if error.validator in ("oneOf", "anyOf") and error.context:
-        branches: dict[Any, list[ValidationError]] = {}
-        for sub in error.context:
-            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
-        # A branch failing an enum (such as a message's role) is about another kind of thing altogether.
-        fitting = [errors for errors in branches.values() if not any(sub.validator == "enum" for sub in errors)]
-        if not fitting:
-            enums = [sub for errors in branches.values() for sub in errors if sub.validator == "enum"]
-            if all(sub.path == enums[0].path for sub in enums):
-                allowed = [value for sub in enums for value in sub.validator_value]
-                return f"{enums[0].json_path}: {enums[0].instance!r} is not one of {allowed!r}"
-        else:
-            sizes = sorted(len(errors) for errors in fitting)
-            if len(sizes) == 1 or sizes[0] < sizes[1]:  # one branch fits clearly best
-                return explain(min(fitting, key=len)[0])
-    return f"{error.json_path}: {error.message}"
-
-
 class FakeModel:
     """A scripted chat completion server on 127.0.0.1 for the real openai client; see the module docstring."""
 
@@ -306,7 +270,7 @@ class FakeModel:
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
-        reasons = _problems(self._request_validator, request)
+        reasons = problems(self._request_validator, request)
         if reasons:
             return self._fail(400, f"request {number} does not match OpenAI's request schema: {reasons}")
         if request.get("stream"):
@@ -326,7 +290,7 @@ class FakeModel:
             text = step.body.encode() if isinstance(step.body, str) else _json(step.body)
             return step.status, dict(step.headers), text
         answer = self._completion(step, request)
-        reasons = _problems(self._response_validator, answer)
+        reasons = problems(self._response_validator, answer)
         if reasons:
             message = f"bug in the script or fake: answer {number} breaks the response schema: {reasons}"
             return self._fail(500, message, "server_error")
@@ -444,24 +408,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # tests read fake.requests, not an access log on stderr
-
-
-def _problems(validator: Any, value: Any) -> str:
-    """The first few schema errors in `value`, one line; empty when valid or when there is no validator."""
-    errors = list(validator.iter_errors(value)) if validator is not None else []
-    return "; ".join(explain(error) for error in errors[:3])
-
-
-def _with_nullable(node: Any) -> Any:
-    """The schema with OpenAPI 3.0's `nullable: true`, which JSON Schema ignores, turned into `anyOf [..., null]`."""
-    if isinstance(node, list):
-        return [_with_nullable(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    converted = {key: _with_nullable(value) for key, value in node.items()}
-    if isinstance(converted.get("nullable"), bool) and converted.pop("nullable"):
-        return {"anyOf": [converted, {"type": "null"}]}
-    return converted
 
 
 def _prompt_text(request: Request) -> str:

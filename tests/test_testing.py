@@ -14,16 +14,15 @@ from typing import Any
 import openai
 import pytest
 
+from gm.openai_schemas import explain, load_validator
 from gm.testing import (
     FakeModel,
     Request,
     call,
     calls,
-    explain,
     fake_model,
     http_error,
     length,
-    load_validator,
     raw,
     reply,
     slow,
