@@ -157,7 +157,11 @@ def test_hit_must_be_a_whole_number(hit: object) -> None:
 
 @pytest.mark.parametrize(("notation", "hit"), [("2d6", 1), ("2d6", 6), ("1d4+1d6", 6), ("4d6kh3+d%", 100)])
 def test_successes_reading_is_accepted(notation: str, hit: int) -> None:
-    check_successes(parse(notation), hit)
+    expression = parse(notation)
+    check_successes(expression, hit)  # raises DiceError if refused
+    result = roll(expression, seed=5, hit=hit)
+    kept = [face for part in result.parts if isinstance(part, DiceRoll) for face, k in zip(part.faces, part.kept) if k]
+    assert result.successes == sum(1 for face in kept if face >= hit)
 
 
 # Dice sources.
