@@ -71,8 +71,8 @@ from sqlmodel import select
 
 from gm import dice
 from gm.game import Game
-from gm.memory import prompt
 from gm.model import ModelClient, ModelSettings
+from gm.prompt import instructions
 from gm.store import Attempt, ModelCall, Store
 from gm.testing import Answer, FakeModel, Request, Response, call, reply
 
@@ -260,7 +260,7 @@ class TimedFake(FakeModel):
 
     def __init__(self) -> None:
         super().__init__(self._answer)
-        self.fold_prompt = prompt("memory_fold")
+        self.fold_prompt = instructions("memory_fold")
         self.served: list[Served] = []
         self.anomalies: list[str] = []
         self._kind = threading.local()

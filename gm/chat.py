@@ -15,10 +15,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from gm.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.errors import GmError
 from gm.game import Game
-from gm.model import ModelError
-from gm.round import RoundFailed, RoundResult
-from gm.transcript import card, opened, roll_json
+from gm.public import RollPublic
+from gm.round import RoundResult
+from gm.transcript import card, opened
 
 
 class Chat:
@@ -30,7 +31,7 @@ class Chat:
         self.interactive = interactive
         self.out = out or sys.stdout
         self.console = Console(file=self.out, highlight=False, soft_wrap=not interactive)
-        self.last_rolls: list[dict[str, Any]] = []
+        self.last_rolls: list[RollPublic] = []
 
     @property
     def dice_setting(self) -> str:
@@ -91,14 +92,13 @@ class Chat:
                     result = await playing
             else:
                 result = await playing
-        except (RoundFailed, ModelError) as error:
+        except GmError as error:  # the round failed, the story is busy, the model is unreachable...
             self.error(str(error))
             return
         self.show(result)
 
     def show(self, result: RoundResult) -> None:
-        world = self.game.world(self.story_id)
-        self.last_rolls = [roll_json(roll, world) for roll in result.rolls]
+        self.last_rolls = result.rolls
         self.say("")
         self.say(result.narration)
         if self.dice_setting == "shown" and self.last_rolls:

@@ -15,15 +15,15 @@ from typing import Any, NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds
-from gm.cli_edit import EditCommandError, add_edit_command
-from gm.cli_story import StoryCommandError, add_story_commands
-from gm.model import ModelNotConfigured
-from gm.problems import Problem, ProblemsError
-from gm.rules import Check, CheckRollError
-from gm.world import DICE_FILE, CharacterCannotRoll, check_world, load_rules, load_world, modifier_for, world_files
+from gm.cli_edit import add_edit_command
+from gm.cli_story import add_story_commands
+from gm.errors import GmError, UsageError
+from gm.problems import Problem
+from gm.rules import Check
+from gm.world import DICE_FILE, check_world, load_rules, load_world, modifier_for, world_files
 
 
-class BadInput(Exception):
+class BadInput(UsageError):
     """Something the user typed cannot be used; the message is the `error:` line."""
 
 
@@ -73,17 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         code: int = arguments.run(arguments)
         return code
-    except (
-        BadInput,
-        dice.DiceError,
-        CheckRollError,
-        CharacterCannotRoll,
-        StoryCommandError,
-        EditCommandError,
-        ModelNotConfigured,
-    ) as error:
-        return _fail(str(error), 2)
-    except ProblemsError as error:
+    except GmError as error:  # bad input, a broken world file, a model that is not configured...
         return _fail(str(error), 2)
     except KeyboardInterrupt:
         return _fail("interrupted", 2)

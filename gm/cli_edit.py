@@ -8,10 +8,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from gm.errors import UsageError
+
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-class EditCommandError(ValueError):
+class EditCommandError(UsageError, ValueError):
     """Bad input to `gm edit` (no such folder, a port that cannot be used); one `error:` line."""
 
 

@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from gm.chat import Chat
+from gm.errors import UsageError
 from gm.game import Game
 from gm.model import ChatModel, ModelClient, ModelSettings
+from gm.public import StoryPublic
 from gm.rehearsal import RehearsalModel
 from gm.store import Store, Story, StoryNotFound
-from gm.transcript import render_transcript, story_json, transcript
+from gm.transcript import render_transcript, transcript
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
 
@@ -23,7 +25,7 @@ REHEARSAL = "rehearsal"
 LOOPBACK = ("127.0.0.1", "localhost")
 
 
-class StoryCommandError(ValueError):
+class StoryCommandError(UsageError, ValueError):
     """Bad input to a story command (unknown story, no world given); one `error:` line."""
 
 
@@ -125,7 +127,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
 def run_stories(arguments: argparse.Namespace) -> int:
     stories = Store().stories()
     if arguments.json:
-        print(json.dumps([story_json(story) for story in stories], indent=2))
+        print(json.dumps([StoryPublic.from_record(story).model_dump(mode="json") for story in stories], indent=2))
         return 0
     if not stories:
         print("No stories yet; start one with gm play WORLD.")
@@ -138,7 +140,10 @@ def run_show(arguments: argparse.Namespace) -> int:
     store = Store()
     _story(store, arguments.story)
     data = transcript(store, arguments.story)
-    print(json.dumps(data, indent=2, ensure_ascii=False) if arguments.json else render_transcript(data))
+    if arguments.json:
+        print(json.dumps(data.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        print(render_transcript(data))
     return 0
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gm import dice
+from gm.errors import UsageError
 from gm.round import PlayerRoll
 
 HELP = """\
@@ -22,7 +23,7 @@ Type what your character does, and the game master answers.
   /quit                      leave (the story is saved; continue with gm play --story ID)"""
 
 
-class CommandError(ValueError):
+class CommandError(UsageError, ValueError):
     """A chat line that cannot be used; the message is one sentence for the player."""
 
 

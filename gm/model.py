@@ -31,13 +31,15 @@ from typing import Any, Protocol, cast
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from gm.errors import OperatorError
+
 PLACEHOLDER_API_KEY = "not-needed"  # local servers (Ollama, llama.cpp) need no key, but the client insists on one
 OPENAI_URL = "https://api.openai.com/v1"
 RETRIED_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 
 
-class ModelError(Exception):
-    """Something went wrong reaching the model; the text is one sentence for a person."""
+class ModelError(OperatorError):
+    """Something went wrong reaching the model; the text is one sentence for whoever runs gm."""
 
 
 class ModelNotConfigured(ModelError):
@@ -339,13 +341,14 @@ def _usage(data: Any, options: dict[str, Any], raw_message: dict[str, Any]) -> U
         prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
         if isinstance(prompt, int) and isinstance(completion, int):
             return Usage(prompt, completion, estimated=False)
-    prompt_text = "".join(_message_text(message) for message in options["messages"])
+    prompt_text = "".join(message_text(message) for message in options["messages"])
     if "tools" in options:
         prompt_text += json.dumps(options["tools"])
-    return Usage(estimate_tokens(prompt_text), estimate_tokens(_message_text(raw_message)), estimated=True)
+    return Usage(estimate_tokens(prompt_text), estimate_tokens(message_text(raw_message)), estimated=True)
 
 
-def _message_text(message: Mapping[str, Any]) -> str:
+def message_text(message: Mapping[str, Any]) -> str:
+    """What a message costs in tokens: its text, and its tool calls' names and arguments."""
     parts = [_text(message.get("content")) or ""]
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, dict) else None

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from gm.errors import UsageError
+
 Severity = Literal["error", "warning"]
 
 
@@ -32,7 +34,7 @@ class Problem:
         return f"{self.severity}: {self.where}: {self.message}"
 
 
-class ProblemsError(ValueError):
+class ProblemsError(UsageError, ValueError):
     """A file that cannot be used, with every error found in it (warnings ride along)."""
 
     def __init__(self, source: str, problems: list[Problem]) -> None:

@@ -50,9 +50,11 @@ class Refusal:
     character: str | None = None
 
 
-# Tool-result JSON or an internal id in the story text: the player must never see the machinery.
-_TOOL_JSON = re.compile(r"""\{\s*"(roll|band|result|check|character|critical|error|outcomes)"\s*:""")
-_TOOL_NAMES = re.compile(r"\b(roll_check|roll_dice|narrate)\s*\(")
+# Tool-result JSON, a tool call or an internal roll id in the story text: the player must never see the
+# machinery. These are the one definition of each (the rehearsal neutralises the same in quoted words).
+TOOL_JSON = re.compile(r"""\{\s*"(roll|band|result|check|character|critical|error|outcomes)"\s*:""")
+TOOL_CALL = re.compile(r"\b(roll_check|roll_dice|narrate)(\s*)\(")
+ROLL_MENTION = r"\broll(?:\s+id)?\s*(?:#|no\.?|number)?\s*"  # "roll 12", "roll id 12", "roll #12", before the id
 
 
 def referee(
@@ -133,10 +135,10 @@ def _unserved_rolls(rolls: Sequence[RoundRoll], outcomes: Sequence[Outcome], nam
 
 def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refusal]:
     refusals: list[Refusal] = []
-    if _TOOL_JSON.search(narration) or _TOOL_NAMES.search(narration):
+    if TOOL_JSON.search(narration) or TOOL_CALL.search(narration):
         refusals.append(Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out"))
     for roll in rolls:
-        if re.search(rf"\broll(?:\s+id)?\s*(?:#|no\.?|number)?\s*{roll.id}\b", narration, re.IGNORECASE):
+        if re.search(rf"{ROLL_MENTION}{roll.id}\b", narration, re.IGNORECASE):
             refusals.append(
                 Refusal(
                     f"the narration shows the player roll id {roll.id}; ids are for outcomes, not for the story",

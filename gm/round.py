@@ -20,14 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gm import dice
-from gm.memory import game_master_messages, recall
-from gm.model import ChatModel, Completion, ModelError
+from gm.errors import Conflict, GmError, ModelRetry, RoundFailed, StoryBusy
+from gm.memory import recall
+from gm.model import ChatModel, Completion
+from gm.prompt import PlayerTurn, engine_message, game_master_messages
+from gm.public import OutcomePublic, RollPublic, RoundPublic
 from gm.referee import referee
 from gm.store import ModelCall, RollRecord, RoundRecord, Store, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.world import World
 
-# A listener told of the round as it happens: ("working", {"call": n}), ("roll", stored roll),
+# A listener told of the round as it happens: ("working", {"call": n}), ("roll", a RollPublic as JSON),
 # ("refusal", {"reason": ...}) and ("narration", {"text": ...}); a web front end streams these.
 RoundEvents = Callable[[str, dict[str, Any]], None]
 
@@ -52,17 +55,10 @@ class RoundSettings:
     wait_seconds: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class RoundResult:
-    """What a front end shows after a round: the narration, outcomes, rolls and the refusals seen."""
+class RoundResult(RoundPublic):
+    """What a front end shows after a round: the round in its public shape, and how it was played."""
 
     story_id: str
-    number: int
-    player_text: str
-    narration: str
-    outcomes: list[dict[str, Any]]
-    rolls: list[dict[str, Any]]
-    refusals: list[str]
     model_calls: int
     regenerated: bool = False
 
@@ -73,14 +69,6 @@ class PlayerRoll:
 
     expression: dice.Expression
     purpose: str = ""
-
-
-class RoundFailed(Exception):
-    """The round could not be played; the message is one sentence for the player. Rolls made are kept."""
-
-
-class StoryBusy(RoundFailed):
-    """Another round of this story is being played right now."""
 
 
 @dataclass
@@ -134,11 +122,11 @@ async def play_round(
         state = await store.off_loop(_begin, store, story_id, world, opening, tell)
         try:
             ending = await _tool_loop(store, model, world, state, settings)
-        except (RoundFailed, ModelError) as error:
+        except GmError as error:  # the game master gave up (RoundFailed) or could not be reached (OperatorError)
             calls = _bind(state.calls, story_id, state.attempt_id)
             await store.off_loop(store.fail_attempt, state.attempt_id, str(error), calls)
-            raise RoundFailed(str(error)) from None
-        return await store.off_loop(_accept, store, story_id, state, ending, regenerate)
+            raise
+        return await store.off_loop(_accept, store, story_id, world, state, ending, regenerate)
     finally:
         await store.off_loop(store.release_lease, story_id, holder)
 
@@ -170,7 +158,7 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     if opening.regenerate:
         last = store.round(story.id, story.rounds)
         if last is None:
-            raise RoundFailed("there is no round to play again yet")
+            raise Conflict("there is no round to play again yet")
         player_text, number = last.player_text, last.number
         earlier = store.rolls_by_id([roll["id"] for roll in last.rolls])
     else:
@@ -179,43 +167,46 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
 
     def write_roll(record: RollRecord) -> RollRecord:
         stored = store.record_roll(record)
-        tell("roll", _roll_json(stored))
+        tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
         return stored
 
     tools = RoundTools(world, story.id, attempt.id, number, write_roll, opening.source, earlier)
     facts = [*opening.facts, *tools.replay_player_rolls()]
     if opening.player_roll is not None:
         facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
-    messages = game_master_messages(world, recall(store, story, number), player_text, facts)
+    messages = game_master_messages(world, recall(store, story, number), PlayerTurn(player_text, tuple(facts)))
     return _Attempt(messages, attempt.id, number, player_text, tools, tell)
 
 
-def _accept(store: Store, story_id: str, state: _Attempt, ending: Narration, regenerate: bool) -> RoundResult:
+def _accept(
+    store: Store, story_id: str, world: World, state: _Attempt, ending: Narration, regenerate: bool
+) -> RoundResult:
     """Write the accepted round, its rolls copied in from the database (in a worker thread)."""
     ids = [record.id for record in state.tools.rolls if record.id]
-    rolls = [_roll_json(record) for record in store.rolls_by_id(ids)]
-    outcomes = [{"character": o.character, "result": o.result, "roll": o.roll} for o in ending.outcomes]
+    # The round keeps the stored rolls as they are in the database, field for field.
+    rolls = [record.model_dump(mode="json", exclude={"story_id", "created_at"}) for record in store.rolls_by_id(ids)]
+    outcomes = [OutcomePublic(character=o.character, result=o.result, roll=o.roll) for o in ending.outcomes]
     record = RoundRecord(
         story_id=story_id,
         number=state.number,
         attempt_id=state.attempt_id,
         player_text=state.player_text,
         narration=ending.text,
-        outcomes=outcomes,
+        outcomes=[outcome.model_dump() for outcome in outcomes],
         rolls=rolls,
         refusals=state.refusals,
     )
     store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id))
     return RoundResult(
-        story_id,
-        state.number,
-        state.player_text,
-        ending.text,
-        outcomes,
-        rolls,
-        state.refusals,
-        len(state.calls),
-        regenerate,
+        story_id=story_id,
+        number=state.number,
+        player_text=state.player_text,
+        narration=ending.text,
+        outcomes=outcomes,
+        rolls=[RollPublic.from_stored(roll, world) for roll in rolls],
+        refusals=list(state.refusals),
+        model_calls=len(state.calls),
+        regenerated=regenerate,
     )
 
 
@@ -251,16 +242,23 @@ async def _tool_loop(
 
 
 def _run_calls(completion: Completion, tools: RoundTools, state: _Attempt) -> Narration | None:
-    """Run each tool call in order; every call gets its result message, even those after an ending."""
+    """Run each tool call in order; every call gets its result message, even those after an ending.
+
+    A tool that wants the model to try again raises `ModelRetry`: its sentence is the call's result,
+    and it counts as one of the round's refusals.
+    """
     ending: Narration | None = None
     for call in completion.tool_calls:
+        content: dict[str, Any]
         if ending is not None:
-            content: dict[str, Any] = {"error": "the round already ended with narrate; this call was not run"}
+            content = {"error": "the round already ended with narrate; this call was not run"}
         else:
-            reply = tools.call(call.name, call.arguments)
-            content, ending = reply.content, reply.ended
-            if reply.counts_as_refusal:
-                state.refusals.append(str(reply.content["error"]))
+            try:
+                reply = tools.call(call.name, call.arguments)
+                content, ending = reply.content, reply.ended
+            except ModelRetry as retry:
+                content = {"error": str(retry)}
+                state.refusals.append(str(retry))
         state.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content)})
     return ending
 
@@ -279,7 +277,7 @@ def _plain_text(completion: Completion, world: World, tools: RoundTools, state: 
             return Narration(text, ())
         reason = " ".join(problem.reason for problem in problems) + "; answer again."
     state.refusals.append(reason)
-    state.messages.append({"role": "user", "content": f"[game engine] {reason}"})
+    state.messages.append(engine_message(reason))
     return None
 
 
@@ -287,8 +285,3 @@ def _bind(calls: list[ModelCall], story_id: str, attempt_id: str) -> list[ModelC
     for call in calls:
         call.story_id, call.attempt_id = story_id, attempt_id
     return calls
-
-
-def _roll_json(record: RollRecord) -> dict[str, Any]:
-    """A stored roll as the round keeps it: copied by code, with the number, for the transcript."""
-    return record.model_dump(mode="json", exclude={"story_id", "created_at"})

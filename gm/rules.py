@@ -25,6 +25,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm import dice
+from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order
 from gm.schema_messages import schema_problems
 
@@ -90,7 +91,7 @@ class Rules:
         return any(check.key == key for check in self.checks)
 
 
-class CheckRollError(ValueError):
+class CheckRollError(UsageError, ValueError):
     """A check that cannot be settled as asked: the target is missing or not wanted, or the value is in a gap."""
 
 

@@ -27,6 +27,7 @@ from sqlalchemy import event, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, create_engine, select
 
+from gm.errors import NotFound
 from gm.migrations import upgrade
 from gm.records import Attempt, MemoryEntry, ModelCall, RollRecord, RoundRecord, Story, StoryBase, model_call_from
 
@@ -49,7 +50,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-class StoryNotFound(LookupError):
+class StoryNotFound(NotFound, LookupError):
     """No story has that id."""
 
     def __init__(self, story_id: str) -> None:

@@ -1,8 +1,10 @@
 """The tools the model sees (roll_check, roll_dice, narrate): their schemas, and what calling them does.
 
-The model learns a check roll's band, never its number. Every bad call (malformed JSON, an unknown
-tool, check or character, a missing or unwanted target, a roll in a band gap, the referee's
-refusals) becomes the tool's result as `{"error": "<sentence the model can act on>"}`.
+The model learns a check roll's band, never its number. A bad call (malformed JSON, an unknown
+tool, check or character, a missing or unwanted target, the referee's refusals) raises `ModelRetry`
+with a sentence the model can act on; the round loop sends it back as `{"error": "..."}` and counts
+it as a refusal. A roll whose value falls in a band gap is no one's mistake: it is an ordinary
+result marked `void`, with a message.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
 from gm import dice
-from gm.dice.result import sum_line
-from gm.referee import Outcome, Refusal, RoundRoll, referee
+from gm.dice.result import Roll, sum_line
+from gm.errors import ModelRetry
+from gm.referee import Outcome, RoundRoll, referee
 from gm.rules import CheckRollError, band_for, read_value
 from gm.schema_messages import describe
 from gm.store import RollRecord
@@ -99,18 +102,12 @@ class Narration:
     outcomes: tuple[Outcome, ...]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolReply:
     """What one tool call gave back: the JSON the model reads, and, for an accepted narrate, the ending."""
 
     content: dict[str, Any]
     ended: Narration | None = None
-    refusals: list[Refusal] = field(default_factory=list)
-    blameless: bool = False  # an error that is not the model's doing (a void roll), so no refusal
-
-    @property
-    def counts_as_refusal(self) -> bool:
-        return "error" in self.content and not self.blameless
 
 
 @dataclass
@@ -131,13 +128,11 @@ class RoundTools:
     rolls: list[RollRecord] = field(default_factory=list)
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
-        """Run one tool call; never raises for anything the model sent."""
+        """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
         schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas(self.world)}
         if name not in schemas:
-            return _error(f"there is no tool '{name}'; the tools are {', '.join(schemas)}")
+            raise ModelRetry(f"there is no tool '{name}'; the tools are {', '.join(schemas)}")
         arguments = _arguments(name, raw_arguments, schemas[name])
-        if isinstance(arguments, str):
-            return _error(arguments)
         if name == "roll_check":
             return self.roll_check(arguments)
         if name == "roll_dice":
@@ -153,7 +148,7 @@ class RoundTools:
         rules = self.world.rules
         assert rules is not None  # roll_check is only offered, and so only accepted, with rules
         if arguments["check"] not in rules:
-            return _error(
+            raise ModelRetry(
                 f"there is no check '{arguments['check']}'; the checks are {', '.join(c.key for c in rules.checks)}"
             )
         check = rules[arguments["check"]]
@@ -163,83 +158,65 @@ class RoundTools:
             target = arguments.get("target")
             read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
         except (KeyError, CharacterCannotRoll, CheckRollError) as error:
-            return _error(str(error.args[0]) if error.args else str(error))
+            raise ModelRetry(str(error.args[0]) if error.args else str(error)) from None
         for roll in [*self.rolls, *self.earlier]:
             if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
                 if roll not in self.rolls:
                     self.rolls.append(roll)
-                return ToolReply(_check_content(roll, repeated=True), blameless=roll.void)
+                return ToolReply(_check_content(roll, repeated=True))
         result = dice.roll(check.dice, self.source, hit=check.hit if check.reading == "successes" else None)
         rolled = result.successes if result.successes is not None else result.total
         value = read_value(check, rolled, target, modifier)
         band = band_for(check, value)
-        record = self.write_roll(
-            RollRecord(
-                story_id=self.story_id,
-                attempt_id=self.attempt_id,
-                round_number=self.round_number,
-                kind="check",
-                character=character.name,
-                check_key=check.key,
-                notation=check.dice.text,
-                reason=str(arguments.get("reason", "")),
-                target=target,
-                modifier=modifier,
-                faces=[list(faces) for faces in result.faces],
-                total=result.total,
-                successes=result.successes,
-                value=value,
-                band=band.label if band else None,
-                result=band.result if band else None,
-                critical=band.critical if band else False,
-                void=band is None,
-                line=str(result),
-            )
+        record = self._write(
+            "check",
+            result,
+            str(arguments.get("reason", "")),
+            character=character.name,
+            check_key=check.key,
+            target=target,
+            modifier=modifier,
+            successes=result.successes,
+            value=value,
+            band=band.label if band else None,
+            result=band.result if band else None,
+            critical=band.critical if band else False,
+            void=band is None,
         )
-        self.rolls.append(record)
-        return ToolReply(_check_content(record, repeated=False), blameless=record.void)
+        return ToolReply(_check_content(record, repeated=False))
 
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
         try:
             result = dice.roll(arguments["notation"], self.source)
         except dice.DiceError as error:
-            return _error(str(error))
-        record = self.write_roll(
-            RollRecord(
-                story_id=self.story_id,
-                attempt_id=self.attempt_id,
-                round_number=self.round_number,
-                kind="dice",
-                notation=result.expression.text,
-                reason=str(arguments.get("reason", "")),
-                faces=[list(faces) for faces in result.faces],
-                total=result.total,
-                line=str(result),
-            )
-        )
-        self.rolls.append(record)
+            raise ModelRetry(str(error)) from None
+        record = self._write("dice", result, str(arguments.get("reason", "")))
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
 
     def roll_for_player(self, expression: dice.Expression, purpose: str) -> str:
         """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master."""
-        character = self.world.players[0].name
         result = dice.roll(expression, self.source)
+        record = self._write("player", result, purpose, character=self.world.players[0].name)
+        return player_fact(record)
+
+    def _write(self, kind: Literal["check", "dice", "player"], rolled: Roll, reason: str, **fields: Any) -> RollRecord:
+        """Write one roll of this attempt at once (it is durable before the model hears of it), and keep it."""
         record = self.write_roll(
             RollRecord(
                 story_id=self.story_id,
                 attempt_id=self.attempt_id,
                 round_number=self.round_number,
-                kind="player",
-                character=character,
-                notation=expression.text,
-                reason=purpose,
-                faces=[list(faces) for faces in result.faces],
-                total=result.total,
-                line=str(result),
+                kind=kind,
+                notation=rolled.expression.text,
+                reason=reason,
+                faces=[list(faces) for faces in rolled.faces],
+                total=rolled.total,
+                line=str(rolled),
+                **fields,
             )
         )
         self.rolls.append(record)
-        return player_fact(record)
+        return record
 
     def replay_player_rolls(self) -> list[str]:
         """When a round is played again, its player rolls stand as they were: kept, and given as facts again."""
@@ -256,7 +233,7 @@ class RoundTools:
         refusals = referee(facts, outcomes, str(arguments["narration"]), names)
         if refusals:
             reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
-            return ToolReply({"error": f"narrate was refused: {reasons} Call narrate again."}, refusals=refusals)
+            raise ModelRetry(f"narrate was refused: {reasons} Call narrate again.")
         return ToolReply({"accepted": True}, ended=Narration(str(arguments["narration"]), outcomes))
 
 
@@ -278,8 +255,12 @@ def round_roll(record: RollRecord) -> RoundRoll:
 def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
     if record.void:
         return {
-            "error": f"check '{record.check_key}' has no band for the value {record.value}, so roll {record.id} "
-            f"for {record.character} is void; narrate without an outcome roll for it, or roll another check"
+            "roll": record.id,
+            "check": record.check_key,
+            "character": record.character,
+            "void": True,
+            "message": f"check '{record.check_key}' has no band for the value {record.value}, so roll {record.id} "
+            f"for {record.character} is void; narrate without an outcome roll for it, or roll another check",
         }
     content: dict[str, Any] = {
         "roll": record.id,
@@ -296,24 +277,20 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
     return content
 
 
-def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any] | str:
-    """The call's arguments as a dict, or a sentence saying what is wrong with them."""
+def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as error:
-            return (
+            raise ModelRetry(
                 f"the arguments of {name} are not valid JSON ({error.msg} at column {error.colno}); send a JSON object"
-            )
+            ) from None
     if not isinstance(raw, dict):
-        return f"the arguments of {name} must be a JSON object"
+        raise ModelRetry(f"the arguments of {name} must be a JSON object")
     problems = sorted(Draft202012Validator(schema).iter_errors(raw), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]
         where = ".".join(str(part) for part in first.absolute_path) or "arguments"
-        return f"{name}: {where}: {describe(first)}"
+        raise ModelRetry(f"{name}: {where}: {describe(first)}")
     return raw
-
-
-def _error(message: str) -> ToolReply:
-    return ToolReply({"error": message})

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
+from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, member_path
 from gm.rules import Check, Rules, coverage_problems, parse_rules
 from gm.rules import validate as validate_dice
@@ -53,7 +54,7 @@ class Character:
         return self.role == "player"
 
 
-class UnknownCharacter(KeyError):
+class UnknownCharacter(UsageError, KeyError):
     """A character name the world does not know; the message lists the names it does."""
 
     def __str__(self) -> str:
@@ -61,7 +62,7 @@ class UnknownCharacter(KeyError):
         return str(self.args[0])
 
 
-class CharacterCannotRoll(ValueError):
+class CharacterCannotRoll(UsageError, ValueError):
     """A check whose modifier variable the character lacks, or has as something other than a whole number."""
 
     def __init__(self, check: Check, character: Character) -> None:

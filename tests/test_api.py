@@ -86,7 +86,7 @@ def test_the_api_token_guards_story_creation(store: Store, worlds: Path) -> None
         ("post", "STORY/messages", {"text": "/dice hidden"}, 400, "settings"),
         ("post", "STORY/messages", {"text": "x" * 5000}, 422, "text"),
         ("put", "STORY/settings", {"dice": "maybe"}, 422, "dice"),
-        ("post", "STORY/regenerate", None, 502, "no round"),
+        ("post", "STORY/regenerate", None, 409, "no round"),  # the client's mistake, not the model's
     ],
 )
 def test_bad_input_is_a_4xx_with_one_sentence(

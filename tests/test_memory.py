@@ -10,7 +10,8 @@ from typing import Any
 from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
 from rounds import last_tool_result, narrate_roll, roll_mara, table
 
-from gm.memory import FOLD_AFTER, KEEP_AFTER_FOLD, VERBATIM_ROUNDS
+from gm.memory import FOLD_AFTER, KEEP_AFTER_FOLD
+from gm.prompt import VERBATIM_ROUNDS
 from gm.store import Store
 from gm.testing import reply
 
@@ -107,10 +108,11 @@ def test_a_void_roll_is_reported_and_settles_nothing(store: Store, tmp_path: Pat
             return t, result
 
     t, result = run(play())
-    error = last_tool_result(t.master.requests[1])["error"]
-    assert "'attempt'" in error and "value 1" in error and "void" in error
+    told = last_tool_result(t.master.requests[1])
+    assert "error" not in told and told["void"] is True  # an ordinary result: no one's mistake
+    assert "'attempt'" in told["message"] and "value 1" in told["message"] and "void" in told["message"]
     [roll] = result.rolls
-    assert roll["void"] and roll["value"] == 1 and roll["band"] is None
+    assert roll.void and roll.value == 1 and roll.band is None
     assert result.refusals == []  # a void roll is not the model's fault
 
 

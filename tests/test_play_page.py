@@ -24,6 +24,7 @@ from web import keeper_too, served_app
 from gm import dice
 from gm.game import Game
 from gm.model import ModelClient, ModelSettings
+from gm.public import RollPublic
 from gm.store import Store
 from gm.testing import reply, slow
 from gm.transcript import card, opened, transcript
@@ -206,7 +207,7 @@ def test_a_story_played_in_the_browser(browser: Any, store: Store, worlds: Path)
         cards.first.locator("summary").click()
         expect(cards.first.locator(".dice-line")).to_be_visible()
         expect(cards.first.locator(".dice-line")).to_have_text(line)
-        [stored] = transcript(store, story_id)["rounds"][0]["rolls"]
+        [stored] = transcript(store, story_id).rounds[0].rolls
         assert card(stored) == summary and opened(stored) == f"{summary}  [{line}]"  # the terminal's words
         roll_id = cards.first.get_attribute("data-roll")
 
@@ -294,7 +295,7 @@ def test_the_cards_read_as_the_terminal_does(browser: Any, store: Store, worlds:
             }""",
             rolls,
         )
-        assert read == [opened(roll) for roll in rolls]
+        assert read == [opened(RollPublic.model_validate(roll)) for roll in rolls]
         assert problems == []
 
 

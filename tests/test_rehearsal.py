@@ -20,10 +20,12 @@ import pytest
 from conftest import HARBOR_WORLD, write_world
 
 from gm import dice
+from gm.errors import RoundFailed
 from gm.game import Game
-from gm.model import ModelError
-from gm.rehearsal import RehearsalModel, RehearsalStuck, stem, words
-from gm.round import RoundFailed, RoundResult
+from gm.public import OutcomePublic, RoundPublic
+from gm.rehearsal import RehearsalModel, RehearsalStuck
+from gm.rehearsal_checks import stem, words
+from gm.round import RoundResult
 from gm.store import Store
 from gm.world import load_world
 
@@ -131,16 +133,16 @@ def test_a_lock_picking_text_rolls_lockpicking_through_the_tools_and_narrates_it
     _, story, [result] = run(play_rounds(store, bay, ["I pick the lock of the harbour office."], [12]))
     [roll] = result.rolls
     # lockpicking shares "pick" and "lock" with the text; swim and medicine share nothing
-    assert roll["kind"] == "check" and roll["check_key"] == "lockpicking" and roll["character"] == "Mara"
-    assert (roll["faces"], roll["modifier"], roll["target"], roll["value"]) == ([[12]], 3, 11, 4)
-    assert (roll["band"], roll["result"], roll["critical"]) == ("Partial success", "partial", False)
-    assert roll["reason"] == "I pick the lock of the harbour office."
+    assert roll.kind == "check" and roll.check == "lockpicking" and roll.character == "Mara"
+    assert (roll.faces, roll.modifier, roll.target, roll.value) == ([[12]], 3, 11, 4)
+    assert (roll.band, roll.result, roll.critical) == ("Partial success", "partial", False)
+    assert roll.reason == "I pick the lock of the harbour office."
     assert result.narration.startswith("(rehearsal)")
     assert "Lockpicking: Partial success (partial)" in result.narration
-    assert result.outcomes == [{"character": "Mara", "result": "partial", "roll": roll["id"]}]
+    assert result.outcomes == [OutcomePublic(character="Mara", result="partial", roll=roll.id)]
     assert result.refusals == [] and result.model_calls == 2  # the referee accepted narrate the first time
     [record] = store.rounds(story)
-    assert record.rolls == result.rolls and record.refusals == []
+    assert RoundPublic.from_record(record, load_world(bay)).rolls == result.rolls and record.refusals == []
 
 
 @pytest.mark.parametrize(
@@ -156,26 +158,26 @@ def test_the_check_sharing_most_words_is_rolled(
 ) -> None:
     _, _, [result] = run(play_rounds(store, bay, [text], faces))
     [roll] = result.rolls
-    assert (roll["check_key"], roll["band"]) == (check, band)
+    assert (roll.check, roll.band) == (check, band)
     assert result.refusals == []
 
 
 def test_a_critical_band_gets_its_own_line(store: Store, bay: Path) -> None:
     _, _, [result] = run(play_rounds(store, bay, ["I pick the lock."], [20]))
-    assert result.rolls[0]["band"] == "Critical success"  # 20 + 3 - 11 = 12
+    assert result.rolls[0].band == "Critical success"  # 20 + 3 - 11 = 12
     first, second = result.narration.split("\n")
     assert "Critical success (succeeded)" in first
     assert second.startswith("(rehearsal)") and "critical" in second
-    assert result.outcomes[0]["result"] == "succeeded" and result.refusals == []
+    assert result.outcomes[0].result == "succeeded" and result.refusals == []
 
 
 def test_an_under_check_takes_the_characters_matching_variable_as_its_target(store: Store, bay: Path) -> None:
     _, _, [result] = run(play_rounds(store, bay, ["I tend the wounded sailor."], [30]))
     [roll] = result.rolls
-    assert roll["check_key"] == "medicine"
-    assert roll["target"] == 45  # Mara's medicine, not strength (60), skill (3) or d%'s middle (50)
-    assert (roll["value"], roll["band"], roll["result"]) == (15, "Success", "succeeded")
-    assert result.outcomes == [{"character": "Mara", "result": "succeeded", "roll": roll["id"]}]
+    assert roll.check == "medicine"
+    assert roll.target == 45  # Mara's medicine, not strength (60), skill (3) or d%'s middle (50)
+    assert (roll.value, roll.band, roll.result) == (15, "Success", "succeeded")
+    assert result.outcomes == [OutcomePublic(character="Mara", result="succeeded", roll=roll.id)]
 
 
 def test_an_under_check_with_no_matching_variable_rolls_under_the_middle(store: Store, tmp_path: Path) -> None:
@@ -183,8 +185,8 @@ def test_an_under_check_with_no_matching_variable_rolls_under_the_middle(store: 
     folder = write_world(tmp_path / "plain", plain, {"checks": [DICE["checks"][2]]})
     _, _, [result] = run(play_rounds(store, folder, ["I treat the poison."], [50]))
     [roll] = result.rolls
-    assert roll["target"] == 50  # d%'s mean is 50.5, rounded half down
-    assert (roll["value"], roll["band"]) == (0, "Success")
+    assert roll.target == 50  # d%'s mean is 50.5, rounded half down
+    assert (roll.value, roll.band) == (0, "Success")
 
 
 def test_a_text_matching_no_check_ends_in_plain_text_without_rolls(store: Store, bay: Path) -> None:
@@ -216,11 +218,9 @@ def test_the_player_named_is_rolled_for_and_a_check_they_cannot_roll_is_passed_o
         "Ines picks the lock.",  # nothing else matches: no roll
     ]
     _, _, results = run(play_rounds(store, folder, texts, [12, 3, 4]))
-    assert [(r["check_key"], r["character"], r["band"]) for r in results[0].rolls] == [
-        ("lockpicking", "Mara", "Partial success")
-    ]
-    assert [(r["check_key"], r["character"], r["band"]) for r in results[1].rolls] == [("swim", "Ines", "Struggle")]
-    assert results[1].outcomes[0]["character"] == "Ines"
+    assert [(r.check, r.character, r.band) for r in results[0].rolls] == [("lockpicking", "Mara", "Partial success")]
+    assert [(r.check, r.character, r.band) for r in results[1].rolls] == [("swim", "Ines", "Struggle")]
+    assert results[1].outcomes[0].character == "Ines"
     assert results[2].rolls == [] and "cannot be rolled for Ines" in results[2].narration
     assert all(result.refusals == [] for result in results)
 
@@ -237,9 +237,9 @@ def test_a_void_roll_is_described_in_plain_text_without_its_id(store: Store, tmp
     folder = write_world(tmp_path / "gappy", WORLD, gappy)
     _, _, [result] = run(play_rounds(store, folder, ["I pick the lock."], [1]))
     [roll] = result.rolls
-    assert roll["void"] is True and roll["value"] == -7  # 1 + 3 - 11
+    assert roll.void is True and roll.value == -7  # 1 + 3 - 11
     assert result.narration.startswith("(rehearsal) I pick the lock. The roll landed in no band")
-    assert f"roll {roll['id']}" not in result.narration
+    assert f"roll {roll.id}" not in result.narration
     assert result.outcomes == [] and result.refusals == [] and result.model_calls == 2
 
 
@@ -291,7 +291,7 @@ def test_a_refused_plain_narration_is_not_said_again(bay: Path) -> None:
     ]
     with pytest.raises(RehearsalStuck, match="empty") as raised:
         run(RehearsalModel(load_world(bay)).complete(messages, tools=[]))
-    assert isinstance(raised.value, ModelError)
+    assert isinstance(raised.value, RoundFailed)
 
 
 def test_a_completion_looks_like_a_real_models(bay: Path) -> None:

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from rounds import last_tool_result, narrate_roll, roll_mara, table, tool_results
 
-from gm.round import RoundFailed, RoundSettings, StoryBusy
+from gm.errors import RoundFailed, StoryBusy
+from gm.public import OutcomePublic, RoundPublic
+from gm.round import RoundSettings
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, calls, http_error, length, raw, reply, slow, tool_call
 
@@ -49,20 +51,20 @@ def test_an_honest_round_is_stored_with_its_rolls_and_remembered(store: Store, h
     t, story, result = run(play())
     assert result.narration == "The lock gives with a soft click."
     [roll] = result.rolls
-    assert (roll["faces"], roll["total"], roll["value"], roll["band"], roll["result"]) == (
+    assert (roll.faces, roll.total, roll.value, roll.band, roll.result) == (
         [[11]],
         11,
         2,
         "Partial success",
         "partial",
     )
-    assert result.outcomes == [{"character": "Mara", "result": "partial", "roll": roll["id"]}]
+    assert result.outcomes == [OutcomePublic(character="Mara", result="partial", roll=roll.id)]
     assert result.refusals == [] and result.model_calls == 2
     # the model learned the band, never the number
     tool_json = json.dumps(tool_results(t.master.requests[1]))
     assert "Partial success" in tool_json and '"total"' not in tool_json and "11" not in tool_json
     [record] = store.rounds(story)
-    assert record.rolls == result.rolls and record.memory_written
+    assert RoundPublic.from_record(record, t.game.world(story)).rolls == result.rolls and record.memory_written
     [memory] = store.memories(story)
     assert memory.rolls == record.rolls  # copied from the database, not from the keeper's words
     assert memory.summary == "Mara worked the lock."
@@ -122,7 +124,7 @@ def test_each_kind_of_bad_ending_is_refused(store: Store, harbor: Path, change: 
 
     result = run(play())
     assert len(result.refusals) == 1 and words in result.refusals[0], result.refusals
-    assert result.outcomes[0]["result"] == "partial"
+    assert result.outcomes[0].result == "partial"
 
 
 def test_bad_tool_calls_come_back_as_errors_the_model_can_act_on(store: Store, harbor: Path) -> None:
@@ -201,11 +203,11 @@ def test_several_tool_calls_in_one_message_run_in_order(store: Store, harbor: Pa
             return await t.game.play(story, "We go in.")
 
     result = run(play())
-    assert [(r["check_key"], r["band"]) for r in result.rolls] == [
+    assert [(r.check, r.band) for r in result.rolls] == [
         ("attempt", "Critical success"),
         ("notice", "Miss it"),
     ]
-    assert [o["result"] for o in result.outcomes] == ["succeeded", "failed"]
+    assert [o.result for o in result.outcomes] == ["succeeded", "failed"]
 
 
 def test_arguments_sent_as_an_object_are_accepted(store: Store, harbor: Path) -> None:
@@ -255,7 +257,7 @@ def test_asking_for_the_same_roll_again_returns_the_first(store: Store, harbor: 
     t, result = run(play())
     first, second = last_tool_result(t.master.requests[1]), last_tool_result(t.master.requests[2])
     assert first["roll"] == second["roll"] and second["band"] == "Partial success"
-    assert len(stored_rolls(store)) == 1 and [roll["id"] for roll in result.rolls] == [first["roll"]]
+    assert len(stored_rolls(store)) == 1 and [roll.id for roll in result.rolls] == [first["roll"]]
 
 
 def test_regenerating_keeps_the_rolls(store: Store, harbor: Path) -> None:
@@ -271,7 +273,7 @@ def test_regenerating_keeps_the_rolls(store: Store, harbor: Path) -> None:
 
     story, first, again = run(play())
     assert again.narration == "Second telling." and again.number == first.number == 1
-    assert [r["id"] for r in again.rolls] == [r["id"] for r in first.rolls]
+    assert [r.id for r in again.rolls] == [r.id for r in first.rolls]
     assert len(stored_rolls(store)) == 1
     [record] = store.rounds(story)
     assert record.narration == "Second telling." and record.player_text == "I pick the lock."
@@ -390,7 +392,7 @@ def test_a_world_without_dice_json_offers_plain_dice_but_no_checks(store: Store,
     assert offered == ["roll_dice", "narrate"]
     assert "no tool 'roll_check'" in last_tool_result(t.master.requests[1])["error"]
     assert last_tool_result(t.master.requests[2])["total"] == 7
-    assert result.narration == "The gulls scatter." and [r["kind"] for r in result.rolls] == ["dice"]
+    assert result.narration == "The gulls scatter." and [r.kind for r in result.rolls] == ["dice"]
 
 
 def test_a_critical_band_keeps_its_result_and_says_it_deserves_more(store: Store, harbor: Path) -> None:
@@ -403,7 +405,7 @@ def test_a_critical_band_keeps_its_result_and_says_it_deserves_more(store: Store
     rolled = last_tool_result(t.master.requests[1])
     assert rolled["band"] == "Critical success" and rolled["result"] == "succeeded" and rolled["critical"] is True
     assert "deserves more" in rolled["note"]
-    assert result.outcomes[0]["result"] == "succeeded"
+    assert result.outcomes[0].result == "succeeded"
 
 
 def test_the_tool_schema_lists_checks_and_characters(store: Store, harbor: Path) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from gm.errors import UsageError
 
-class DiceError(ValueError):
+
+class DiceError(UsageError, ValueError):
     """A notation or a roll request that cannot be used; the message is one sentence a player can act on.
 
     `notation` is the text as given, `column` the 1-based column where the problem starts (None when the

@@ -3,7 +3,8 @@
 Every story has an unguessable id and a secret token given once at creation; each request about a
 story needs `Authorization: Bearer <token>`. With GM_API_TOKEN set, creating a story needs
 `Authorization: Bearer <GM_API_TOKEN>`. Errors are JSON, `{"error": "<one sentence>"}`, with a 4xx
-status for bad input; a round the model could not finish is 502, a story busy with another round 409.
+status for bad input; a round the model could not finish is 502, a story busy with another round 409
+(the mapping is `gm.web.errors`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from gm.commands import CommandError, RollDice, Say, SetDice, Simple, parse_command
-from gm.model import ModelError
-from gm.round import RoundEvents, RoundFailed, RoundResult, StoryBusy
-from gm.transcript import roll_json, round_json, story_json, transcript
-from gm.web.service import NotFound, Service, Unauthorized
+from gm.commands import RollDice, Say, SetDice, Simple, parse_command
+from gm.errors import GmError, NotFound, UsageError
+from gm.public import StoryPublic
+from gm.round import RoundEvents, RoundResult
+from gm.transcript import transcript
+from gm.web.service import Service
 
 router = APIRouter(prefix="/api")
 
@@ -84,14 +86,14 @@ def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> dict[str, An
     """Start a story; the answer holds the story's secret token, which is not shown again."""
     app.check_api_token(token)
     story_id, story_token = app.start(body.world, body.dice)
-    return {"story": story_json(app.game.store.story(story_id)), "token": story_token}
+    return {"story": _story(app, story_id), "token": story_token}
 
 
 @router.get("/stories/{story_id}")
 def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """The story with its whole transcript (the shape of `gm show --json`)."""
     app.story(story_id, token)
-    return transcript(app.game.store, story_id)
+    return transcript(app.game.store, story_id).model_dump(mode="json")
 
 
 @router.put("/stories/{story_id}/settings")
@@ -99,7 +101,7 @@ def change_settings(story_id: str, body: SettingsIn, app: ServiceDep, token: Tok
     """Change the story's Dice setting."""
     app.story(story_id, token)
     app.game.store.update_settings(story_id, {"dice": body.dice})
-    return story_json(app.game.store.story(story_id))
+    return _story(app, story_id)
 
 
 @router.post("/stories/{story_id}/messages")
@@ -130,15 +132,12 @@ async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> 
     return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
 
 
-class BadCommand(ValueError):
-    """A player command that cannot be played (a 400)."""
+class BadCommand(UsageError):
+    """A player command that the API does not play (a 400)."""
 
 
 def parse_or_refuse(text: str) -> Any:
-    try:
-        command = parse_command(text)
-    except CommandError as error:
-        raise BadCommand(str(error)) from None
+    command = parse_command(text)  # a CommandError is the client's mistake too: a 400
     if command is None:
         raise BadCommand("the message is empty")
     if isinstance(command, SetDice):
@@ -161,24 +160,27 @@ async def _play(app: Service, story_id: str, text: str, events: RoundEvents | No
 
 
 def round_result_json(app: Service, result: RoundResult) -> dict[str, Any]:
-    return {**round_json(result, app.game.world(result.story_id)), "regenerated": result.regenerated}
+    """A just-played round in the transcript's shape, and whether it was played again."""
+    return result.model_dump(mode="json", exclude={"story_id", "model_calls"})
+
+
+def _story(app: Service, story_id: str) -> dict[str, Any]:
+    return StoryPublic.from_record(app.game.store.story(story_id)).model_dump(mode="json")
 
 
 def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable[dict[str, Any]]]) -> StreamingResponse:
-    world = app.game.world(story_id)
-
     async def events() -> AsyncIterator[str]:
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
         def tell(kind: str, data: dict[str, Any]) -> None:
-            # A roll is streamed in the transcript's shape, so a front end draws its card once.
-            queue.put_nowait((kind, roll_json(data, world) if kind == "roll" else data))
+            # A roll comes already in the transcript's shape, so a front end draws its card once.
+            queue.put_nowait((kind, data))
 
         async def run() -> None:
             try:
                 answer = await play(tell)
                 tell("done", answer)
-            except (StoryBusy, RoundFailed, ModelError, BadCommand) as error:
+            except GmError as error:
                 tell("failed", {"error": str(error)})
             finally:
                 queue.put_nowait(None)
@@ -190,22 +192,3 @@ def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable
         await task
 
     return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
-
-
-def error_handlers() -> dict[Any, Callable[[Request, Any], Awaitable[JSONResponse]]]:
-    """Each failure a client can cause, as its status and one sentence."""
-
-    def answer(status: int) -> Callable[[Request, Any], Awaitable[JSONResponse]]:
-        async def handle(request: Request, error: Exception) -> JSONResponse:
-            return JSONResponse({"error": str(error)}, status_code=status)
-
-        return handle
-
-    return {
-        NotFound: answer(404),
-        Unauthorized: answer(401),
-        BadCommand: answer(400),
-        StoryBusy: answer(409),
-        RoundFailed: answer(502),
-        ModelError: answer(502),
-    }

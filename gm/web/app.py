@@ -12,9 +12,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gm.errors import GmError
 from gm.game import Game
 from gm.web import pages
-from gm.web.api import error_handlers, router
+from gm.web.api import router
+from gm.web.errors import answer_error
 from gm.web.limits import MAX_BODY_BYTES, BodyLimit
 from gm.web.service import Service
 
@@ -37,8 +39,7 @@ def create_app(
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
     app.include_router(pages.router)
-    for error, handler in error_handlers().items():
-        app.add_exception_handler(error, handler)
+    app.add_exception_handler(GmError, answer_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)

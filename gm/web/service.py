@@ -9,6 +9,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from gm.errors import NotFound, Unauthorized
 from gm.game import Game
 from gm.problems import ProblemsError
 from gm.store import Story, StoryNotFound
@@ -16,14 +17,6 @@ from gm.world import WORLD_FILE, load_world
 from gm.worlddef import World
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-
-
-class NotFound(LookupError):
-    """No such world or story (or not one this token opens)."""
-
-
-class Unauthorized(PermissionError):
-    """A token is missing or wrong."""
 
 
 def hash_token(token: str) -> str:

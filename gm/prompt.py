@@ -1,0 +1,221 @@
+"""Everything the models are told, and the one definition of each marker in it.
+
+The game master's conversation for a round, the memory keeper's two requests (one round; a fold of
+several), and the engine's own notes to the game master are written here, and only here. Each
+written part has its reader beside it (`read_player_turn`, `read_keeper_round`, `read_fold`,
+`engine_note`), so a stand-in model such as the rehearsal reads typed parts instead of re-parsing
+strings with patterns of its own. The instructions themselves are text files in gm/prompts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gm.records import MemoryEntry, RoundRecord
+    from gm.worlddef import World
+
+ENGINE_MARK = "[game engine]"  # how the round engine speaks to the game master in a user message
+FACT_OPEN, FACT_CLOSE = "(Fact: ", ")"  # a fact the game master must take as given, such as a player's roll
+KEEPER_PLAYER, KEEPER_NARRATION, KEEPER_OUTCOMES = "Player: ", "\n\nNarration: ", "\n\nOutcomes: "
+FOLD_OPEN, FOLD_ROUNDS, FOLD_NOTHING_YET = "The story so far:\n", "\n\nThe rounds that followed:\n", "(nothing yet)"
+DICE_OPEN, DICE_CLOSE = " [Dice: ", "]"  # a round's settled rolls, written by code after its summary
+
+VERBATIM_ROUNDS = 3  # the newest rounds, shown as they were played
+SUMMARY_CHARS = 600  # cap on one round's summary as shown again
+RUNNING_SUMMARY_CHARS = 2000  # cap on the running summary as shown again
+VERBATIM_CHARS = 3000  # cap on one verbatim narration or player text
+
+
+@cache
+def instructions(name: str) -> str:
+    """One of the models' instructions, shipped as a text file in gm/prompts (read once per process)."""
+    return resources.files("gm").joinpath(f"prompts/{name}.txt").read_text(encoding="utf-8").strip()
+
+
+def cap(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+@dataclass(frozen=True, slots=True)
+class Past:
+    """What the game master is shown of the story so far."""
+
+    summary: str
+    memories: Sequence[MemoryEntry]
+    recent: Sequence[RoundRecord]
+
+
+# The game master
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerTurn:
+    """The player's message of a round: their words, and the facts the engine adds (their own rolls)."""
+
+    text: str
+    facts: tuple[str, ...] = ()
+
+
+def game_master_messages(world: World, past: Past, turn: PlayerTurn) -> list[dict[str, Any]]:
+    """The whole conversation the game master is given for one round."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": instructions("game_master") + "\n\n" + describe_world(world)}
+    ]
+    remembered = describe_past(past)
+    if remembered:
+        messages.append({"role": "system", "content": remembered})
+    for record in past.recent:
+        messages.append({"role": "user", "content": cap(record.player_text, VERBATIM_CHARS)})
+        messages.append({"role": "assistant", "content": cap(record.narration, VERBATIM_CHARS)})
+    messages.append({"role": "user", "content": player_turn_text(turn)})
+    return messages
+
+
+def player_turn_text(turn: PlayerTurn) -> str:
+    if not turn.facts:
+        return turn.text
+    return turn.text + "\n\n" + "\n".join(f"{FACT_OPEN}{fact}{FACT_CLOSE}" for fact in turn.facts)
+
+
+def read_player_turn(content: str) -> PlayerTurn:
+    """The player's words and facts back from a player message written by `player_turn_text`."""
+    words: list[str] = []
+    facts: list[str] = []
+    for line in content.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(FACT_OPEN) and stripped.endswith(FACT_CLOSE):
+            facts.append(stripped[len(FACT_OPEN) : -len(FACT_CLOSE)])
+        else:
+            words.append(line)
+    return PlayerTurn("\n".join(words).strip(), tuple(facts))
+
+
+def engine_message(reason: str) -> dict[str, Any]:
+    """The engine's note to the game master, such as why its plain answer could not end the round."""
+    return {"role": "user", "content": f"{ENGINE_MARK} {reason}"}
+
+
+def engine_note(content: str) -> str | None:
+    """The engine's words in a user message it wrote, or None for a player's message."""
+    return content.removeprefix(ENGINE_MARK).strip() if content.startswith(ENGINE_MARK) else None
+
+
+def describe_world(world: World) -> str:
+    lines = [f"# World: {world.title}", world.premise]
+    if world.instructions:
+        lines += ["", "## Tone and instructions", world.instructions]
+    lines += ["", "## Characters"]
+    for character in world.characters:
+        variables = ", ".join(f"{name} {value}" for name, value in character.variables.items())
+        lines.append(
+            f"- {character.name} ({character.role}): {character.description}" + (f" [{variables}]" if variables else "")
+        )
+    if world.rules is not None and world.rules.checks:
+        lines += ["", "## Checks (call roll_check with the key)"]
+        for check in world.rules.checks:
+            target = {
+                "over": " Needs a target: the difficulty to beat.",
+                "under": " Needs a target: the number to roll under.",
+            }.get(check.compare, "")
+            modifier = f" Adds the character's {check.modifier}." if check.modifier else ""
+            lines.append(f"- {check.key} ({check.name}): {check.use}{target}{modifier}")
+    return "\n".join(lines)
+
+
+def describe_past(past: Past) -> str:
+    parts: list[str] = []
+    if past.summary:
+        parts.append("# The story so far\n" + cap(past.summary, RUNNING_SUMMARY_CHARS))
+    if past.memories:
+        parts.append("# Earlier rounds")
+        for entry in past.memories:
+            parts.append(
+                f"Round {entry.round_number}: {cap(entry.summary, SUMMARY_CHARS)}" + describe_rolls(entry.rolls)
+            )
+    return "\n".join(parts)
+
+
+def describe_rolls(rolls: Sequence[Mapping[str, Any]]) -> str:
+    """The settled rolls of a round in words, from the database copy: band and result, never a roll id."""
+    settled = []
+    for roll in rolls:
+        if roll.get("kind") == "check" and not roll.get("void"):
+            critical = ", critical" if roll.get("critical") else ""
+            settled.append(f"{roll['check_key']} for {roll['character']}: {roll['band']} ({roll['result']}{critical})")
+        elif roll.get("kind") == "player":
+            settled.append(f"{roll.get('character') or 'the player'} rolled {roll['line']}")
+    return f"{DICE_OPEN}{'; '.join(settled)}{DICE_CLOSE}" if settled else ""
+
+
+def _without_dice(text: str) -> str:
+    at = text.rfind(DICE_OPEN)
+    return text[:at] if at >= 0 and text.rstrip().endswith(DICE_CLOSE) else text
+
+
+# The memory keeper
+
+
+@dataclass(frozen=True, slots=True)
+class KeeperRound:
+    """One round as the memory keeper is given it; `outcomes` is "Mara: failed; Jon: succeeded" or "none"."""
+
+    player: str
+    narration: str
+    outcomes: str
+
+
+def keeper_round_messages(record: RoundRecord) -> list[dict[str, Any]]:
+    """The memory keeper's request for one accepted round."""
+    outcomes = "; ".join(f"{outcome['character']}: {outcome['result']}" for outcome in record.outcomes) or "none"
+    text = (
+        f"{KEEPER_PLAYER}{cap(record.player_text, VERBATIM_CHARS)}{KEEPER_NARRATION}"
+        f"{cap(record.narration, VERBATIM_CHARS)}{KEEPER_OUTCOMES}{outcomes}{describe_rolls(record.rolls)}"
+    )
+    return [{"role": "system", "content": instructions("memory_keeper")}, {"role": "user", "content": text}]
+
+
+def read_keeper_round(text: str) -> KeeperRound | None:
+    """The round back from a memory keeper's request, or None if `text` is not one."""
+    if not text.startswith(KEEPER_PLAYER):
+        return None
+    player, _, rest = text[len(KEEPER_PLAYER) :].partition(KEEPER_NARRATION)
+    narration, _, outcomes = rest.rpartition(KEEPER_OUTCOMES)
+    return KeeperRound(player, narration, _without_dice(outcomes).strip())
+
+
+@dataclass(frozen=True, slots=True)
+class FoldRequest:
+    """A fold as the memory keeper is given it: the running summary so far, then each folded round's summary."""
+
+    summary: str
+    rounds: tuple[tuple[int, str], ...]
+
+
+def fold_messages(summary: str, folding: Sequence[MemoryEntry]) -> list[dict[str, Any]]:
+    """The memory keeper's request to fold the oldest round summaries into the running summary."""
+    rounds = "\n".join(f"Round {entry.round_number}: {entry.summary}{describe_rolls(entry.rolls)}" for entry in folding)
+    text = f"{FOLD_OPEN}{summary or FOLD_NOTHING_YET}{FOLD_ROUNDS}{rounds}"
+    return [{"role": "system", "content": instructions("memory_fold")}, {"role": "user", "content": text}]
+
+
+_FOLDED_ROUND = re.compile(r"Round (\d+): (.*)")
+
+
+def read_fold(text: str) -> FoldRequest | None:
+    """The fold back from a memory keeper's request, or None if `text` is not one."""
+    if not text.startswith(FOLD_OPEN) or FOLD_ROUNDS not in text:
+        return None
+    summary, _, rounds = text[len(FOLD_OPEN) :].partition(FOLD_ROUNDS)
+    folded = []
+    for line in rounds.splitlines():
+        found = _FOLDED_ROUND.fullmatch(line.strip())
+        if found:
+            folded.append((int(found.group(1)), _without_dice(found.group(2)).strip()))
+    return FoldRequest("" if summary.strip() == FOLD_NOTHING_YET else summary, tuple(folded))
