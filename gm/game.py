@@ -20,8 +20,9 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from gm import dice
+from gm.judge import Judge
 from gm.memory import MemoryKeeper
-from gm.model import ChatModel, ModelError
+from gm.model import ChatModel, ModelError, model_name
 from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
 from gm.store import Store, Story
 from gm.world import World, load_world, world_from_data
@@ -30,7 +31,12 @@ log = logging.getLogger(__name__)
 
 
 class Game:
-    """Stories played with one model (and, optionally, another for the memory keeper)."""
+    """Stories played with one model (and, optionally, others for the judge and the memory keeper).
+
+    The judge reads every narration that settles a check roll (see `gm.judge`); by default it is the
+    game master's own model. A story started with `settings={"judge": "off"}` is not judged, and
+    says so in its transcript.
+    """
 
     def __init__(
         self,
@@ -38,12 +44,15 @@ class Game:
         store: Store | None = None,
         *,
         memory_model: ChatModel | None = None,
+        judge_model: ChatModel | None = None,
         settings: RoundSettings | None = None,
         source: dice.DiceSource | None = None,
     ) -> None:
         self.model = model
         self.store = store or Store()
         self.keeper = MemoryKeeper(self.store, memory_model or model)
+        judging = judge_model or model
+        self.judge = Judge(judging, model_name(judging))
         self.settings = settings or RoundSettings()
         self.source = source
         self._memory_tasks: set[asyncio.Task[None]] = set()
@@ -97,6 +106,7 @@ class Game:
             facts=facts,
             player_roll=player_roll,
             events=events,
+            judge=self.judge,
         )
         self._remember(story_id)
         return result
@@ -113,6 +123,7 @@ class Game:
             source=self.source,
             regenerate=True,
             events=events,
+            judge=self.judge,
         )
         self._remember(story_id)
         return result

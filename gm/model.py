@@ -144,7 +144,14 @@ class ChatModel(Protocol):
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: Any = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> Completion: ...
+
+
+def model_name(model: ChatModel) -> str:
+    """A model's name for the records: its `name` where it has one, else its class's."""
+    name = getattr(model, "name", None)
+    return name if isinstance(name, str) else type(model).__name__
 
 
 class ModelClient:
@@ -172,6 +179,7 @@ class ModelClient:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> Completion:
         """The model's next message, retrying transport failures; raises a ModelError otherwise."""
         options: dict[str, Any] = {"model": self.settings.model, "messages": [dict(message) for message in messages]}
@@ -179,6 +187,8 @@ class ModelClient:
             options["tools"] = [dict(tool) for tool in tools]
         if tool_choice is not None:
             options["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+        if response_format is not None:
+            options["response_format"] = dict(response_format)
         started = self._clock()
         attempts = 0
         retrying = AsyncRetrying(
@@ -208,6 +218,11 @@ class ModelClient:
             raise ModelUnavailable(
                 f"The model server at {self._where} gave {reason}.", attempts=attempts, reason=reason
             ) from None
+
+    @property
+    def name(self) -> str:
+        """The model's name, as requests name it."""
+        return self.settings.model
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""

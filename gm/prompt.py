@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from gm.records import MemoryEntry, RoundRecord
@@ -219,3 +219,54 @@ def read_fold(text: str) -> FoldRequest | None:
         if found:
             folded.append((int(found.group(1)), _without_dice(found.group(2)).strip()))
     return FoldRequest("" if summary.strip() == FOLD_NOTHING_YET else summary, tuple(folded))
+
+
+# The judge
+
+Told = Literal["succeeded", "partial", "failed", "not_told"]
+TOLD_AS: tuple[Told, ...] = ("succeeded", "partial", "failed", "not_told")
+JUDGE_NARRATION, JUDGE_OUTCOMES = "Narration:\n", "\n\nOutcomes to read:\n"
+_JUDGED_LINE = re.compile(r'- (.+?): the check "(.*)" came out "(.*)" \((\w+)(, critical)?\)')
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedOutcome:
+    """One rolled outcome as the judge is told it: who, the check's name, the band and result, never a number."""
+
+    character: str
+    check: str
+    band: str
+    result: str
+    critical: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRequest:
+    """What the judge reads: the narration, and each outcome a check roll settled."""
+
+    narration: str
+    outcomes: tuple[JudgedOutcome, ...]
+
+
+def judge_messages(request: JudgeRequest) -> list[dict[str, Any]]:
+    """The judge's request: its instructions, the narration, and the outcomes to read in it."""
+    lines = [
+        f'- {o.character}: the check "{o.check}" came out "{o.band}" ({o.result}{", critical" if o.critical else ""})'
+        for o in request.outcomes
+    ]
+    text = f"{JUDGE_NARRATION}{request.narration}{JUDGE_OUTCOMES}" + "\n".join(lines)
+    return [{"role": "system", "content": instructions("judge")}, {"role": "user", "content": text}]
+
+
+def read_judge_request(text: str) -> JudgeRequest | None:
+    """The request back from a judge's user message, or None if `text` is not one."""
+    if not text.startswith(JUDGE_NARRATION) or JUDGE_OUTCOMES not in text:
+        return None
+    narration, _, listed = text[len(JUDGE_NARRATION) :].rpartition(JUDGE_OUTCOMES)
+    outcomes = []
+    for line in listed.splitlines():
+        found = _JUDGED_LINE.fullmatch(line.strip())
+        if found:
+            who, check, band, result, critical = found.groups()
+            outcomes.append(JudgedOutcome(who, check, band, result, critical is not None))
+    return JudgeRequest(narration, tuple(outcomes))

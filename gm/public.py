@@ -5,9 +5,12 @@ These are the one shape each idea has outside the database. The library's `Round
 here and nowhere else (named in families, as full-stack-fastapi-template names them: `Story` is a
 table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
 
-    {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden"}},
+    {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
+                                                                   "judge": "on" | "off"},
+               "notices": [str]},
      "rounds": [{"number", "player_text", "narration", "refusals": [str],
                  "outcomes": [{"character", "result", "roll"}],
+                 "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
                  "rolls": [{"id", "kind", "character", "check", "check_name", "notation", "reason",
                             "target", "modifier", "faces", "total", "successes", "value",
                             "band", "result", "critical", "void", "dice"}]}]}
@@ -106,8 +109,27 @@ class OutcomePublic(BaseModel):
     roll: int | None = None
 
 
+class VerdictPublic(BaseModel):
+    """How the judge read one rolled outcome in the narration, and the words it read it from."""
+
+    character: str
+    told_as: Literal["succeeded", "partial", "failed", "not_told"]
+    quote: str
+
+
+class JudgementPublic(BaseModel):
+    """The judge's verdicts on an accepted narration, and which model judged."""
+
+    model: str
+    verdicts: list[VerdictPublic]
+
+
 class RoundPublic(BaseModel):
-    """One accepted round: what the player typed, the narration, outcomes, rolls and the refusals seen."""
+    """One accepted round: what the player typed, the narration, outcomes, rolls and the refusals seen.
+
+    `judge` holds the judge's verdicts on the narration; it is null for a round no check roll
+    settled, or a story whose narrations are not judged.
+    """
 
     number: int
     player_text: str
@@ -115,6 +137,7 @@ class RoundPublic(BaseModel):
     outcomes: list[OutcomePublic]
     rolls: list[RollPublic]
     refusals: list[str]
+    judge: JudgementPublic | None = None
 
     @classmethod
     def from_record(cls, record: RoundRecord, world: World | None) -> RoundPublic:
@@ -125,13 +148,18 @@ class RoundPublic(BaseModel):
             outcomes=outcomes_from(record.outcomes),
             rolls=[RollPublic.from_stored(roll, world) for roll in record.rolls],
             refusals=list(record.refusals),
+            judge=JudgementPublic.model_validate(record.judgement) if record.judgement else None,
         )
 
 
+JUDGE_OFF_NOTICE = "narrations are not judged"
+
+
 class StorySettings(BaseModel):
-    """A story's settings a player can change."""
+    """A story's settings: the Dice setting (the player's to change), and whether narrations are judged."""
 
     dice: DiceSetting = "shown"
+    judge: Literal["on", "off"] = "on"
 
 
 class StoryPublic(BaseModel):
@@ -142,15 +170,18 @@ class StoryPublic(BaseModel):
     created_at: str
     rounds: int
     settings: StorySettings
+    notices: list[str] = []  # what a player should know of how the story is played, such as "narrations are not judged"
 
     @classmethod
     def from_record(cls, story: Story) -> StoryPublic:
+        judge: Literal["on", "off"] = "off" if story.settings.get("judge") == "off" else "on"
         return cls(
             id=story.id,
             title=story.title,
             created_at=story.created_at.isoformat(),
             rounds=story.rounds,
-            settings=StorySettings(dice=story.settings.get("dice", "shown")),
+            settings=StorySettings(dice=story.settings.get("dice", "shown"), judge=judge),
+            notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
         )
 
 

@@ -110,6 +110,7 @@ class RoundRecord(SQLModel, table=True):
     outcomes: list[dict[str, Any]] = _json()
     rolls: list[dict[str, Any]] = _json()
     refusals: list[str] = _json()
+    judgement: dict[str, Any] | None = _json(nullable=True)  # the judge's verdicts and model; None if not judged
     memory_written: bool = False
     created_at: datetime = _moment()
 
@@ -135,7 +136,7 @@ class ModelCall(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)
     attempt_id: str | None = None
-    purpose: str  # game_master | memory
+    purpose: str  # game_master | judge | memory
     prompt_tokens: int
     completion_tokens: int
     estimated: bool
@@ -143,6 +144,7 @@ class ModelCall(SQLModel, table=True):
     http_attempts: int
     refusals: int = 0
     finish_reason: str | None = None
+    structured: str | None = None  # a judge call: how its answer was asked for (json_schema, tool or text)
     created_at: datetime = _moment()
 
 

@@ -147,3 +147,41 @@ def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refu
                 )
             )
     return refusals
+
+
+@dataclass(frozen=True, slots=True)
+class Telling:
+    """How the judge read one rolled outcome in the narration, beside what the roll said."""
+
+    character: str
+    check: str  # the check's name, as the story calls it
+    band: str
+    result: Result
+    told_as: Literal["succeeded", "partial", "failed", "not_told"]
+    quote: str = ""
+
+
+TOLD_WORDS = {"succeeded": "a success", "partial": "a partial success", "failed": "a failure"}
+
+
+def judge_refusals(tellings: Sequence[Telling]) -> list[Refusal]:
+    """Every telling that contradicts its roll: told as another result, or not told at all.
+
+    A critical band told without extra weight is no contradiction: only the result must agree.
+    """
+    refusals: list[Refusal] = []
+    for telling in tellings:
+        if telling.told_as == telling.result:
+            continue
+        what = f"{telling.character}'s {telling.check}"
+        rolled = f"the roll {_RESULT_VERBS[telling.result]} ({telling.band}); tell it as {TOLD_WORDS[telling.result]}"
+        if telling.told_as == "not_told":
+            reason = f"the narration never tells how {what} turned out, but {rolled}"
+        else:
+            quoted = f" ('{telling.quote}')" if telling.quote else ""
+            reason = f"the narration tells {what} as {TOLD_WORDS[telling.told_as]}{quoted}, but {rolled}"
+        refusals.append(Refusal(reason, None, telling.character))
+    return refusals
+
+
+_RESULT_VERBS = {"succeeded": "succeeded", "partial": "was a partial success", "failed": "failed"}

@@ -23,6 +23,12 @@ A game-master request (one that carries `tools`) is answered from where the roun
 
 Which check is rolled, for whom and at what target is `gm.rehearsal_checks`.
 
+Judge requests (a user message written by `gm.prompt.judge_messages`) are answered by a simple rule
+applied to the rehearsal's own narrations (`rehearsal_verdict`): an outcome is told as the result in
+parentheses at the end of the first narration line that starts with "(rehearsal) NAME " and reads
+"CHECK: BAND (RESULT)."; with no such line it is `not_told`. The quote is "CHECK: BAND (RESULT)".
+The answer is JSON text, or the forced tool call when the request offers one.
+
 Memory-keeper requests (no `tools`) get a short summary: "(rehearsal)", the first sentence of the
 round's Player line, and its outcomes. Fold requests get the earlier summary and the folded rounds'
 summaries run together, cut to their newest `FOLD_CHARS` characters.
@@ -41,7 +47,16 @@ from typing import Any
 
 from gm.errors import RoundFailed
 from gm.model import Completion, ToolCall, Usage, estimate_tokens, message_text
-from gm.prompt import KeeperRound, cap, engine_note, read_fold, read_keeper_round, read_player_turn
+from gm.prompt import (
+    JudgeRequest,
+    KeeperRound,
+    cap,
+    engine_note,
+    read_fold,
+    read_judge_request,
+    read_keeper_round,
+    read_player_turn,
+)
 from gm.referee import ROLL_MENTION, TOOL_CALL
 from gm.rehearsal_checks import acting_player, choose_check, ranked_checks, target_for
 from gm.world import World
@@ -64,6 +79,8 @@ class RehearsalStuck(RoundFailed):
 class RehearsalModel:
     """A `ChatModel` that plays the game master of `world` (and its memory keeper) offline; see the module."""
 
+    name = "rehearsal"
+
     def __init__(self, world: World) -> None:
         self.world = world
         self.calls = 0  # completions answered, for the generated tool call ids
@@ -73,13 +90,17 @@ class RehearsalModel:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: Any = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> Completion:
         """The rehearsal's next message: tool calls or plain text, never a network request."""
         started = time.perf_counter()
         self.calls += 1
         content: str | None
         tool_calls: list[ToolCall]
-        if tools is None:
+        last_user = next((_content(m) for m in reversed(messages) if m.get("role") == "user"), "")
+        if (judging := read_judge_request(last_user)) is not None:
+            content, tool_calls = self._judge(judging, tools)
+        elif tools is None:
             content, tool_calls = self._memory(messages), []
         else:
             content, tool_calls = self._game_master(messages, tools)
@@ -199,6 +220,19 @@ class RehearsalModel:
             return self.world.rules[key].name
         return key
 
+    # The judge
+
+    def _judge(
+        self, request: JudgeRequest, tools: Sequence[Mapping[str, Any]] | None
+    ) -> tuple[str | None, list[ToolCall]]:
+        """Verdicts by the rehearsal's rule, as JSON text, or as the forced tool call when tools are offered."""
+        verdicts = {
+            "outcomes": [rehearsal_verdict(request.narration, outcome.character) for outcome in request.outcomes]
+        }
+        if tools:
+            return None, [self._call(_tool_names(tools).pop(), verdicts)]
+        return json.dumps(verdicts), []
+
     # The memory keeper
 
     def _memory(self, messages: Sequence[Mapping[str, Any]]) -> str:
@@ -208,6 +242,16 @@ class RehearsalModel:
         if (keeper_round := read_keeper_round(text)) is not None:
             return _round_summary(keeper_round)
         return cap(f"{MARK} {_first_sentence(text) or 'Nothing to say.'}", SUMMARY_CHARS)
+
+
+def rehearsal_verdict(narration: str, character: str) -> dict[str, str]:
+    """How the rehearsal's judge reads one character's outcome (see the module docstring)."""
+    opening = f"{MARK} {character} "
+    for line in narration.splitlines():
+        told = re.search(r"([^.:]+: [^:]*\((succeeded|partial|failed)\))\.$", line)
+        if line.startswith(opening) and told:
+            return {"character": character, "told_as": told.group(2), "quote": told.group(1).strip()}
+    return {"character": character, "told_as": "not_told", "quote": ""}
 
 
 def _player_message(messages: Sequence[Mapping[str, Any]]) -> int | None:

@@ -17,15 +17,16 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from gm import dice
 from gm.errors import Conflict, GmError, ModelRetry, RoundFailed, StoryBusy
+from gm.judge import Judge
 from gm.memory import recall
 from gm.model import ChatModel, Completion
-from gm.prompt import PlayerTurn, engine_message, game_master_messages
-from gm.public import OutcomePublic, RollPublic, RoundPublic
-from gm.referee import referee
+from gm.prompt import JudgedOutcome, JudgeRequest, PlayerTurn, engine_message, game_master_messages
+from gm.public import JudgementPublic, OutcomePublic, RollPublic, RoundPublic
+from gm.referee import Result, Telling, judge_refusals, referee
 from gm.store import ModelCall, RollRecord, RoundRecord, Store, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.world import World
@@ -83,6 +84,9 @@ class _Attempt:
     events: RoundEvents = _ignore
     refusals: list[str] = field(default_factory=list)
     calls: list[ModelCall] = field(default_factory=list)
+    judged: bool = True  # False for a story started with judging off
+    narrate_reply: int | None = None  # where in `messages` the accepted narrate's tool result is
+    judgement: dict[str, Any] | None = None  # the judge's verdicts on the accepted narration, if judged
 
 
 async def play_round(
@@ -98,8 +102,13 @@ async def play_round(
     regenerate: bool = False,
     player_roll: PlayerRoll | None = None,
     events: RoundEvents | None = None,
+    judge: Judge | None = None,
 ) -> RoundResult:
     """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`).
+
+    With a `judge`, a narration that settles a check roll is shown, stored or remembered only once
+    the judge has read it as telling each rolled outcome's result (see `gm.judge`), unless the story
+    was started with `settings={"judge": "off"}`.
 
     Database work goes through `Store.off_loop` (worker threads on a database server, so one
     server's other stories go on meanwhile); the listener is always called on the event loop, in order.
@@ -121,7 +130,7 @@ async def play_round(
         opening = _Opening(player_text, facts, regenerate, player_roll, source)
         state = await store.off_loop(_begin, store, story_id, world, opening, tell)
         try:
-            ending = await _tool_loop(store, model, world, state, settings)
+            ending = await _tool_loop(store, model, world, state, settings, judge)
         except GmError as error:  # the game master gave up (RoundFailed) or could not be reached (OperatorError)
             calls = _bind(state.calls, story_id, state.attempt_id)
             await store.off_loop(store.fail_attempt, state.attempt_id, str(error), calls)
@@ -175,7 +184,8 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     if opening.player_roll is not None:
         facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
     messages = game_master_messages(world, recall(store, story, number), PlayerTurn(player_text, tuple(facts)))
-    return _Attempt(messages, attempt.id, number, player_text, tools, tell)
+    judged = story.settings.get("judge") != "off"
+    return _Attempt(messages, attempt.id, number, player_text, tools, tell, judged=judged)
 
 
 def _accept(
@@ -195,6 +205,7 @@ def _accept(
         outcomes=[outcome.model_dump() for outcome in outcomes],
         rolls=rolls,
         refusals=state.refusals,
+        judgement=state.judgement,
     )
     store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id))
     return RoundResult(
@@ -205,13 +216,14 @@ def _accept(
         outcomes=outcomes,
         rolls=[RollPublic.from_stored(roll, world) for roll in rolls],
         refusals=list(state.refusals),
+        judge=JudgementPublic.model_validate(state.judgement) if state.judgement else None,
         model_calls=len(state.calls),
         regenerated=regenerate,
     )
 
 
 async def _tool_loop(
-    store: Store, model: ChatModel, world: World, state: _Attempt, settings: RoundSettings
+    store: Store, model: ChatModel, world: World, state: _Attempt, settings: RoundSettings, judge: Judge | None
 ) -> Narration:
     schemas = tool_schemas(world)
     for _ in range(settings.max_model_calls):
@@ -227,6 +239,8 @@ async def _tool_loop(
             ending = await store.off_loop(_run_calls, completion, state.tools, state)
         else:
             ending = _plain_text(completion, world, state.tools, state)
+        if ending is not None and judge is not None and state.judged:
+            ending = await _judged(ending, judge, world, state)
         state.calls[-1].refusals = len(state.refusals) - refusals_before
         for reason in state.refusals[refusals_before:]:
             state.events("refusal", {"reason": reason})
@@ -259,8 +273,55 @@ def _run_calls(completion: Completion, tools: RoundTools, state: _Attempt) -> Na
             except ModelRetry as retry:
                 content = {"error": str(retry)}
                 state.refusals.append(str(retry))
+            if ending is not None:
+                state.narrate_reply = len(state.messages)  # the judge may yet turn this reply into a refusal
         state.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content)})
     return ending
+
+
+async def _judged(ending: Narration, judge: Judge, world: World, state: _Attempt) -> Narration | None:
+    """The ending if the judge reads its narration as telling every rolled outcome as rolled, else None.
+
+    A refusal goes back to the model as narrate's result and counts toward the round's bound, as a
+    referee's refusal does. Endings that settle no check roll are not judged, and cost no call.
+    """
+    rolls = {roll.id: roll for roll in state.tools.rolls if roll.kind == "check" and not roll.void}
+    settled = [(outcome, rolls[outcome.roll]) for outcome in ending.outcomes if outcome.roll in rolls]
+    if not settled:
+        return ending
+    asked = tuple(
+        JudgedOutcome(outcome.character, _check_name(world, roll), str(roll.band), str(roll.result), roll.critical)
+        for outcome, roll in settled
+    )
+    judgement = await judge.judge(JudgeRequest(ending.text, asked))
+    for call in judgement.calls:
+        record = model_call_from(call.completion, "judge")
+        record.structured = call.mode
+        state.calls.append(record)
+    tellings = [
+        Telling(o.character, o.check, o.band, cast(Result, o.result), verdict.told_as, verdict.quote)
+        for o, verdict in zip(asked, judgement.verdicts)
+    ]
+    state.judgement = {
+        "model": judgement.model,
+        "verdicts": [{"character": v.character, "told_as": v.told_as, "quote": v.quote} for v in judgement.verdicts],
+    }
+    refusals = judge_refusals(tellings)
+    if not refusals:
+        return ending
+    reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
+    refused = f"narrate was refused: {reasons} Call narrate again."
+    state.refusals.append(refused)
+    assert state.narrate_reply is not None  # only narrate settles rolls; plain text ends only unrolled rounds
+    state.messages[state.narrate_reply]["content"] = json.dumps({"error": refused})
+    state.judgement = None
+    return None
+
+
+def _check_name(world: World, roll: RollRecord) -> str:
+    if world.rules is not None and roll.check_key in world.rules:
+        return world.rules[str(roll.check_key)].name
+    return str(roll.check_key)
 
 
 def _plain_text(completion: Completion, world: World, tools: RoundTools, state: _Attempt) -> Narration | None:
