@@ -16,9 +16,9 @@ from jsonschema import Draft202012Validator
 
 from gm import dice
 from gm.dice.result import sum_line
+from gm.problems import describe
 from gm.referee import Outcome, Refusal, RoundRoll, referee
 from gm.rules import CheckRollError, band_for, read_value
-from gm.schema_messages import describe
 from gm.store import RollRecord
 from gm.world import CharacterCannotRoll, World
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gm.jsonfile import read_json
-from gm.problems import Problem, ProblemsError
+from gm.problems import Problem, ProblemsError, read_json
 from gm.rules import Rules, parse_rules, validate
 from gm.worlddef import (
     DICE_FILE,
