@@ -20,7 +20,8 @@ from gm.cli_story import StoryCommandError, add_story_commands
 from gm.model import ModelNotConfigured
 from gm.problems import Problem, ProblemsError
 from gm.rules import Check, CheckRollError
-from gm.world import DICE_FILE, CharacterCannotRoll, check_world, load_rules, load_world, modifier_for, world_files
+from gm.world import check_world, load_rules, load_world, world_files
+from gm.worlddef import DICE_FILE, CharacterCannotRoll, modifier_for
 
 
 class BadInput(Exception):

@@ -24,7 +24,8 @@ from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError
 from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
 from gm.store import Store, Story
-from gm.world import World, load_world, world_from_data
+from gm.world import load_world
+from gm.worlddef import World, world_from_data
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from gm.model import ChatModel
 from gm.store import MemoryEntry, RoundRecord, Store, Story, model_call_from
-from gm.world import World
+from gm.worlddef import World
 
 VERBATIM_ROUNDS = 3  # the newest rounds, shown as they were played
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded

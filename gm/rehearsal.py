@@ -66,8 +66,7 @@ from gm import dice
 from gm.memory import prompt
 from gm.model import Completion, ModelError, ToolCall, Usage, estimate_tokens
 from gm.rules import Check
-from gm.world import Character, CharacterCannotRoll, World
-from gm.worlddef import whole_number
+from gm.worlddef import Character, CharacterCannotRoll, World, whole_number
 
 MARK = "(rehearsal)"
 ENGINE_PREFIX = "[game engine]"  # how the round engine speaks to the game master in a user message

@@ -25,7 +25,7 @@ from gm.model import ChatModel, Completion, ModelError
 from gm.referee import referee
 from gm.store import ModelCall, RollRecord, RoundRecord, Store, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
-from gm.world import World
+from gm.worlddef import World
 
 # A listener told of the round as it happens: ("working", {"call": n}), ("roll", stored roll),
 # ("refusal", {"reason": ...}) and ("narration", {"text": ...}); a web front end streams these.

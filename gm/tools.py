@@ -20,7 +20,7 @@ from gm.problems import describe
 from gm.referee import Outcome, Refusal, RoundRoll, referee
 from gm.rules import CheckRollError, band_for, read_value
 from gm.store import RollRecord
-from gm.world import CharacterCannotRoll, World
+from gm.worlddef import CharacterCannotRoll, World
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 
