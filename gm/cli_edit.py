@@ -8,15 +8,18 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from gm.errors import UsageError
+
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-class EditCommandError(ValueError):
+class EditCommandError(UsageError, ValueError):
     """Bad input to `gm edit` (no such folder, a port that cannot be used); one `error:` line."""
 
 
-def add_edit_command(commands: argparse._SubParsersAction[Any]) -> None:
-    edit = commands.add_parser(
+def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
+    """Add `gm edit` to the command line."""
+    edit = subcommands.add_parser(
         "edit",
         help="edit the worlds in a folder in your browser (world.json and dice.json as forms)",
         description="gm edit [WORLDS_DIR] serves the world editor; open the address it prints.",
