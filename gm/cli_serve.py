@@ -10,10 +10,9 @@ from typing import Any
 from gm.cli_story import REHEARSAL
 from gm.errors import UsageError
 from gm.game import Game
+from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm.model import ModelClient, ModelSettings
 from gm.store import Store
-
-LOOPBACK = ("127.0.0.1", "localhost")
 
 
 class ServeCommandError(UsageError, ValueError):
@@ -47,15 +46,25 @@ def run_serve(arguments: argparse.Namespace) -> int:
     if arguments.model == REHEARSAL:
         raise ServeCommandError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
     model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
-    local = arguments.host in LOOPBACK
-    if not local and not arguments.editor:
+    hosts = editor_hosts(arguments.host, editor=arguments.editor)
+    if hosts is None:
         print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
     app = create_app(
         Game(model, Store()),
         arguments.worlds,
         api_token=os.environ.get("GM_API_TOKEN") or None,
-        editor=(local or arguments.editor) and arguments.worlds.is_dir(),
-        editor_hosts=LOOPBACK if local else ("*",),
+        editor=hosts is not None and arguments.worlds.is_dir(),
+        editor_hosts=hosts or LOOPBACK_HOSTS,
     )
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0
+
+
+def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:
+    """The Host names the editor answers to when serving on `host`, or None when it is not mounted.
+
+    On a loopback address the editor is mounted for this machine alone; elsewhere only with --editor.
+    """
+    if not is_loopback(host) and not editor:
+        return None
+    return allowed_hosts(host)
