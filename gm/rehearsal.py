@@ -44,7 +44,7 @@ from gm.model import Completion, ToolCall, Usage, estimate_tokens, message_text
 from gm.prompt import KeeperRound, cap, engine_note, read_fold, read_keeper_round, read_player_turn
 from gm.referee import ROLL_MENTION, TOOL_CALL
 from gm.rehearsal_checks import acting_player, choose_check, ranked_checks, target_for
-from gm.world import World
+from gm.worlddef import World
 
 MARK = "(rehearsal)"
 SENTENCE_CHARS = 160  # cap on the player's words quoted in a narration or a reason
