@@ -2,8 +2,8 @@
 
 What it measures
 ----------------
-One story in a harbour world (world.json + dice.json written to a temporary folder, as in
-tests/conftest.py), on a SQLite file in a temporary folder, played for 1,000 rounds through
+One story in the tests' harbour world (tests/conftest.py: world.json + dice.json written to a
+temporary folder), on a SQLite file in a temporary folder, played for 1,000 rounds through
 `gm.game.Game` with the real `ModelClient` (the openai client over loopback HTTP) against a
 zero-latency `gm.testing.FakeModel` that serves both the game master and the memory keeper:
 
@@ -76,52 +76,9 @@ from gm.prompt import instructions
 from gm.store import Attempt, ModelCall, Store
 from gm.testing import Answer, FakeModel, Request, Response, call, reply
 
-WORLD: dict[str, Any] = {
-    "title": "The Harbour Job",
-    "premise": "Salt-rotten Port Vey, where the harbour office keeps the ledgers that could free Mara's brother.",
-    "instructions": "Keep it tense and wry. Short paragraphs.",
-    "characters": [
-        {
-            "name": "Mara",
-            "role": "player",
-            "description": "A locksmith's daughter with quick hands.",
-            "variables": {"skill": 3, "hometown": "Vey"},
-        },
-        {"name": "Jon", "role": "npc", "description": "A dockhand who owes Mara a favour.", "variables": {"skill": -1}},
-        {"name": "The Warden", "role": "npc", "description": "Keeper of the harbour office.", "variables": {}},
-    ],
-}
-
-DICE: dict[str, Any] = {
-    "checks": [
-        {
-            "key": "attempt",
-            "name": "Risky attempt",
-            "use": "Any risky action whose outcome is in doubt; the target is its difficulty.",
-            "dice": "1d20",
-            "compare": "over",
-            "modifier": "skill",
-            "bands": [
-                {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},
-                {"label": "Failure", "min": -9, "max": -1, "result": "failed"},
-                {"label": "Partial success", "min": 0, "max": 4, "result": "partial"},
-                {"label": "Success", "min": 5, "max": 9, "result": "succeeded"},
-                {"label": "Critical success", "min": 10, "result": "succeeded", "critical": True},
-            ],
-        },
-        {
-            "key": "notice",
-            "name": "Notice",
-            "use": "Spotting what is hidden.",
-            "dice": "2d6",
-            "bands": [
-                {"label": "Miss it", "max": 6, "result": "failed"},
-                {"label": "Glimpse", "min": 7, "max": 9, "result": "partial"},
-                {"label": "See it", "min": 10, "result": "succeeded"},
-            ],
-        },
-    ]
-}
+# The harbour world of the tests (tests/conftest.py), so that the bench and the tests play one world.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from conftest import write_world
 
 FULL_ROUNDS = 1000
 QUICK_ROUNDS = 120
@@ -350,10 +307,7 @@ class Run:
 async def play(rounds: int) -> Run:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gm-round-bench-") as folder:
-        world = Path(folder) / "harbor"
-        world.mkdir()
-        (world / "world.json").write_text(json.dumps(WORLD, indent=2), encoding="utf-8")
-        (world / "dice.json").write_text(json.dumps(DICE, indent=2), encoding="utf-8")
+        world = write_world(Path(folder) / "harbor")
         fake = TimedFake()
         fake.start()
         client = ModelClient(ModelSettings(fake.base_url, "k", fake.model))

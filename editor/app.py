@@ -28,11 +28,12 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gm.hosts import LOOPBACK_HOSTS
+
 from . import routes_dice, routes_world
 from .pages import Editor, editor_of
 from .security import GuardMiddleware
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 STATIC = Path(__file__).with_name("static")
 HEADERS = [
     # Styles may be inline only for the strips' widths; scripts come from the editor alone.

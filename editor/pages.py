@@ -11,8 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException
 
-from gm.jsonfile import read_json
-from gm.problems import Problem, ProblemsError
+from gm.problems import Problem, ProblemsError, read_json
 
 from .security import CSRF_FIELD, CsrfGuard, world_folder
 

@@ -9,8 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
-from gm.jsonfile import MAX_FILE_BYTES, parse_json
-from gm.problems import Problem, ProblemsError
+from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json
 from gm.rules import validate
 from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
 

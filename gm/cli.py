@@ -15,12 +15,14 @@ from typing import Any, NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds
-from gm.cli_edit import add_edit_command
-from gm.cli_story import add_story_commands
+from gm.cli_edit import add_edit_subcommand
+from gm.cli_serve import add_serve_subcommand
+from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
 from gm.problems import Problem
 from gm.rules import Check
-from gm.world import DICE_FILE, check_world, load_rules, load_world, modifier_for, world_files
+from gm.world import check_world, load_rules, load_world, world_files
+from gm.worlddef import DICE_FILE, modifier_for
 
 
 class BadInput(UsageError):
@@ -35,16 +37,16 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gm", description="A game master whose dice are rolled by code.")
     parser.add_argument("--version", action="version", version=f"gm {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    subcommands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    roll = commands.add_parser("roll", help="roll dice notation such as 4d6kh3+2")
+    roll = subcommands.add_parser("roll", help="roll dice notation such as 4d6kh3+2")
     roll.add_argument("notation", nargs="+", help="dice notation; spaces around + and - are fine")
     roll.add_argument("--seed", type=int, help="a seed for a reproducible roll (not for play)")
     roll.add_argument("--hit", type=int, help="read the roll as successes: count kept dice showing HIT or more")
     roll.add_argument("--json", action="store_true", help="print the itemised roll as JSON")
     roll.set_defaults(run=run_roll)
 
-    odds = commands.add_parser(
+    odds = subcommands.add_parser(
         "odds",
         help="exact odds of notation, or of each band of a check",
         description="gm odds NOTATION [--hit H] [--modifier M] | "
@@ -58,12 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument("--json", action="store_true", help="print min, max, mean and exact fractions as JSON")
     odds.set_defaults(run=run_odds)
 
-    check = commands.add_parser("check", help="validate a world folder (world.json and dice.json) or a dice.json file")
+    check = subcommands.add_parser(
+        "check", help="validate a world folder (world.json and dice.json) or a dice.json file"
+    )
     check.add_argument("path", type=Path, help="a world folder, its world.json, or a dice.json file")
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
     check.set_defaults(run=run_check)
-    add_story_commands(commands)
-    add_edit_command(commands)
+    add_story_subcommands(subcommands)
+    add_serve_subcommand(subcommands)
+    add_edit_subcommand(subcommands)
     return parser
 
 

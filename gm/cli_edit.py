@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from gm.errors import UsageError
-
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+from gm.hosts import allowed_hosts, is_loopback
 
 
 class EditCommandError(UsageError, ValueError):
     """Bad input to `gm edit` (no such folder, a port that cannot be used); one `error:` line."""
 
 
-def add_edit_command(commands: argparse._SubParsersAction[Any]) -> None:
-    edit = commands.add_parser(
+def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
+    """Add `gm edit` to the command line."""
+    edit = subcommands.add_parser(
         "edit",
         help="edit the worlds in a folder in your browser (world.json and dice.json as forms)",
         description="gm edit [WORLDS_DIR] serves the world editor; open the address it prints.",
@@ -42,9 +42,9 @@ def run_edit(arguments: argparse.Namespace) -> int:
 
     from gm.editor import create_app
 
-    local = arguments.host in LOOPBACK
-    # Off this machine any host name may be in use; on it, only loopback names (refusing DNS rebinding).
-    app = create_app(worlds, allowed_hosts=("127.0.0.1", "localhost") if local else ("*",))
+    local = is_loopback(arguments.host)
+    # On this machine only loopback Host names are answered (refusing DNS rebinding); off it, any.
+    app = create_app(worlds, allowed_hosts=allowed_hosts(arguments.host))
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     print(f"World editor for {worlds.resolve()}: http://{shown}:{arguments.port}/  (Ctrl+C stops it)", flush=True)
     if not local:

@@ -1,11 +1,10 @@
-"""`gm play`, `gm stories` and `gm show`: the story commands of the command line, thin over the library."""
+"""`gm play`, `gm stories` and `gm show`: the story subcommands of the command line, thin over the library."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,15 @@ from gm.world import load_world
 from gm.worlddef import World, world_from_data
 
 REHEARSAL = "rehearsal"
-LOOPBACK = ("127.0.0.1", "localhost")
 
 
 class StoryCommandError(UsageError, ValueError):
-    """Bad input to a story command (unknown story, no world given); one `error:` line."""
+    """Bad input to a story subcommand (unknown story, no world given); one `error:` line."""
 
 
-def add_story_commands(commands: argparse._SubParsersAction[Any]) -> None:
-    play = commands.add_parser(
+def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
+    """Add `gm play`, `gm stories` and `gm show` to the command line."""
+    play = subcommands.add_parser(
         "play",
         help="play a story in the terminal",
         description="gm play WORLD starts a story; gm play --story ID continues one.",
@@ -43,25 +42,11 @@ def add_story_commands(commands: argparse._SubParsersAction[Any]) -> None:
     play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
     play.set_defaults(run=run_play)
 
-    stories = commands.add_parser("stories", help="list the stories")
+    stories = subcommands.add_parser("stories", help="list the stories")
     stories.add_argument("--json", action="store_true", help="print them as JSON")
     stories.set_defaults(run=run_stories)
 
-    serve = commands.add_parser("serve", help="serve the story API, the play page and the editor over HTTP")
-    serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
-    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
-    serve.add_argument(
-        "--editor",
-        action="store_true",
-        help="also mount the world editor when --host serves other machines (it has no login)",
-    )
-    serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
-    serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
-    serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
-    serve.set_defaults(run=run_serve)
-
-    show = commands.add_parser("show", help="print a story's transcript: rounds, narration, outcomes, every roll")
+    show = subcommands.add_parser("show", help="print a story's transcript: rounds, narration, outcomes, every roll")
     show.add_argument("story", help="the story's id")
     show.add_argument("--json", action="store_true", help="print the transcript as JSON (a stable shape)")
     show.set_defaults(run=run_show)
@@ -98,30 +83,6 @@ def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
     if arguments.model == REHEARSAL:
         return RehearsalModel(world)
     return ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
-
-
-def run_serve(arguments: argparse.Namespace) -> int:
-    """Run the web app with uvicorn; several such processes may share one PostgreSQL database."""
-    # Imported here: the web stack is heavy, and no other command needs it.
-    import uvicorn
-
-    from gm.web.app import create_app
-
-    if arguments.model == REHEARSAL:
-        raise StoryCommandError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
-    model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
-    local = arguments.host in LOOPBACK
-    if not local and not arguments.editor:
-        print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
-    app = create_app(
-        Game(model, Store()),
-        arguments.worlds,
-        api_token=os.environ.get("GM_API_TOKEN") or None,
-        editor=(local or arguments.editor) and arguments.worlds.is_dir(),
-        editor_hosts=LOOPBACK if local else ("*",),
-    )
-    uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
-    return 0
 
 
 def run_stories(arguments: argparse.Namespace) -> int:

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +24,17 @@ from sqlalchemy.exc import IntegrityError
 
 from gm import dice
 from gm.judge import Judge
+from gm.lru import LRU
 from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError, model_name
 from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
 from gm.store import Store, Story
-from gm.world import World, load_world, world_from_data
+from gm.world import load_world
+from gm.worlddef import World, world_from_data
 
 log = logging.getLogger(__name__)
+
+CACHED_WORLDS = 1024  # stories whose built World is kept (about 20 KB each); the rest are rebuilt when played
 
 
 class Game:
@@ -47,6 +54,7 @@ class Game:
         judge_model: ChatModel | None = None,
         settings: RoundSettings | None = None,
         source: dice.DiceSource | None = None,
+        cached_worlds: int = CACHED_WORLDS,
     ) -> None:
         self.model = model
         self.store = store or Store()
@@ -56,8 +64,8 @@ class Game:
         self.settings = settings or RoundSettings()
         self.source = source
         self._memory_tasks: set[asyncio.Task[None]] = set()
-        self._memory_locks: dict[str, asyncio.Lock] = {}
-        self._worlds: dict[str, World] = {}
+        self._memory_locks = StoryLocks()
+        self._worlds: LRU[str, World] = LRU(cached_worlds)
 
     def start_story(self, world_path: str | Path, *, settings: dict[str, Any] | None = None) -> str:
         """Start a story from a world folder, copying its definitions in; a world failing its check is refused."""
@@ -77,13 +85,16 @@ class Game:
     def world(self, story_id: str) -> World:
         """The story's world, rebuilt from the definitions copied in at its start.
 
-        Kept once built: a story's copied definitions never change, and checking them again every
-        round would cost more than the rest of the framework's round.
+        Kept once built, for the `cached_worlds` stories played most recently: a story's copied
+        definitions never change, and checking them again every round would cost more than the
+        rest of the framework's round.
         """
-        if story_id not in self._worlds:
+        world = self._worlds.get(story_id)
+        if world is None:
             story = self.store.story(story_id)
-            self._worlds[story_id] = world_from_data(story.world_data, story.dice_data)
-        return self._worlds[story_id]
+            world = world_from_data(story.world_data, story.dice_data)
+            self._worlds.put(story_id, world)
+        return world
 
     async def play(
         self,
@@ -141,10 +152,42 @@ class Game:
     async def _catch_up(self, story_id: str) -> None:
         # One memory keeper per story at a time in this process; across processes the database's
         # unique (story, round) memory refuses a duplicate.
-        lock = self._memory_locks.setdefault(story_id, asyncio.Lock())
-        async with lock:
+        async with self._memory_locks.hold(story_id):
             try:
                 await self.keeper.catch_up(story_id)
             except (ModelError, IntegrityError) as error:
                 # The round stands; its memory is written after a later round.
                 log.warning("memory for story %s is left for later: %s", story_id, error)
+
+
+@dataclass
+class _StoryLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0  # tasks holding or waiting for the lock
+
+
+class StoryLocks:
+    """One asyncio lock per story, kept only while a task holds or waits for it (so never more than the tasks).
+
+    A lock is never evicted while in use: that would let a second task take a new lock for the same
+    story and run beside the first.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, _StoryLock] = {}
+
+    @asynccontextmanager
+    async def hold(self, story_id: str) -> AsyncIterator[None]:
+        """Hold the story's lock for the block, waiting for any task holding it now."""
+        entry = self._locks.setdefault(story_id, _StoryLock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._locks[story_id]
+
+    def __len__(self) -> int:
+        return len(self._locks)

@@ -1,10 +1,22 @@
-"""A problem found in a file an author wrote (dice.json, world.json): where it is and what is wrong."""
+"""What is wrong with a file an author wrote (dice.json, world.json), told so they can fix it.
+
+A `Problem` is one finding at a JSON path; `ProblemsError` is a file that cannot be used, with every
+problem in it. Two kinds of problem are found here: reading the file (`read_json`: a missing file,
+bad bytes, a syntax error with line and column, a key repeated in one object) and its JSON Schema
+(`schema_problems`, each error worded for an author by `describe`); `gm.rules` and `gm.worlddef`
+find the rest.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 
 from gm.errors import UsageError
 
@@ -66,3 +78,119 @@ def document_order(problem: Problem) -> list[tuple[int, str]]:
     """Sort key for JSON paths: list indices as numbers, so checks[10] follows checks[9]."""
     steps = _STEP.finditer(problem.path.removeprefix("$"))
     return [(int(step[1]), "") if step[1] is not None else (-1, step[2] or step[3] or "") for step in steps]
+
+
+# JSON Schema errors as sentences an author can act on.
+
+_TYPE_NAMES = {
+    "object": "an object",
+    "array": "a list",
+    "string": "text",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+}
+
+
+def schema_problems(validator: Draft202012Validator, data: Any) -> list[Problem]:
+    """Every schema error in `data`, in document order, worded for an author."""
+    errors = sorted(validator.iter_errors(data), key=lambda error: [str(part) for part in error.absolute_path])
+    return [Problem(error.json_path, describe(error)) for error in errors]
+
+
+def describe(error: ValidationError) -> str:
+    """One sentence for one schema error."""
+    kind, expected, found = error.validator, error.validator_value, error.instance
+    if "propertyNames" in error.schema_path:  # the error is about a member's name, reported at its object
+        if kind == "minLength":
+            return "a name must not be empty"
+        if kind == "maxLength":
+            return f"the name {_shown(found)} is {len(found)} characters long, at most {expected} are allowed"
+        return f"the name {_shown(found)}: {error.message}"
+    if kind == "required":
+        missing = [name for name in expected if isinstance(found, dict) and name not in found]
+        return f"'{missing[0] if missing else expected}' is missing"
+    if kind == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(found) - set(allowed)) if isinstance(found, dict) else []
+        names = ", ".join(f"'{name}'" for name in extra)
+        return f"{names} {'is' if len(extra) == 1 else 'are'} not known here; expected only {', '.join(allowed)}"
+    if kind == "type":
+        kinds = expected if isinstance(expected, list) else [expected]
+        named = " or ".join(_TYPE_NAMES.get(str(name), str(name)) for name in kinds)
+        return f"expected {named}, found {_shown(found)}"
+    if kind == "enum":
+        return f"expected one of {', '.join(repr(value) for value in expected)}, found {_shown(found)}"
+    if kind == "pattern":
+        hint = error.schema.get("description", "")
+        return f"{_shown(found)} is not allowed here" + (f": {hint[0].lower()}{hint[1:]}" if hint else "")
+    if kind == "minLength":
+        return "must not be empty" if expected == 1 else f"must be at least {expected} characters long"
+    if kind == "maxLength":
+        return f"is {len(found)} characters long, at most {expected} are allowed"
+    if kind == "minItems":
+        return f"needs at least {expected} {'entry' if expected == 1 else 'entries'}"
+    if kind == "maxItems":
+        return f"has {len(found)} entries, at most {expected} are allowed"
+    if kind == "maxProperties":
+        return f"has {len(found)} entries, at most {expected} are allowed"
+    if kind == "minimum":
+        return f"{found} is too small, the least allowed is {expected}"
+    if kind == "maximum":
+        return f"{found} is too large, the most allowed is {expected}"
+    return str(error.message)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if not isinstance(value, bool | type(None)) else str(value).lower().replace("none", "null")
+    return text if len(text) <= 40 else text[:39] + "\u2026"
+
+
+# Reading an author's JSON file.
+
+MAX_FILE_BYTES = 1_000_000
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def read_json(path: Path) -> Any:
+    """The parsed content of a JSON file, or `ProblemsError` saying what is wrong and where."""
+    name = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ProblemsError(name, [Problem("$", "the file does not exist")]) from None
+    except IsADirectoryError:
+        raise ProblemsError(name, [Problem("$", "this is a folder, expected a JSON file")]) from None
+    except OSError as error:
+        raise ProblemsError(name, [Problem("$", f"the file cannot be read ({error.strerror})")]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ProblemsError(name, [Problem("$", f"the file is {len(raw):,} bytes, at most {MAX_FILE_BYTES:,}")])
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        problem = Problem("$", f"the file is not UTF-8 text (byte {error.start + 1})")
+        raise ProblemsError(name, [problem]) from None
+    return parse_json(text, name)
+
+
+def parse_json(text: str, name: str) -> Any:
+    """Parse JSON text, refusing repeated keys in one object (JSON would silently keep the last)."""
+    try:
+        return json.loads(text, object_pairs_hook=_refuse_repeats)
+    except json.JSONDecodeError as error:
+        problem = Problem("$", f"line {error.lineno}, column {error.colno}: {error.msg.lower()}")
+        raise ProblemsError(name, [problem]) from None
+    except _RepeatedKey as error:
+        raise ProblemsError(name, [Problem("$", str(error))]) from None
+
+
+def _refuse_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _RepeatedKey(f"the key '{key}' appears twice in one object; keep only one")
+        result[key] = value
+    return result

@@ -59,7 +59,7 @@ from gm.prompt import (
 )
 from gm.referee import ROLL_MENTION, TOOL_CALL
 from gm.rehearsal_checks import acting_player, choose_check, ranked_checks, target_for
-from gm.world import World
+from gm.worlddef import World
 
 MARK = "(rehearsal)"
 SENTENCE_CHARS = 160  # cap on the player's words quoted in a narration or a reason

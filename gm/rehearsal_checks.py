@@ -32,8 +32,7 @@ from fractions import Fraction
 
 from gm import dice
 from gm.rules import Check
-from gm.world import Character, CharacterCannotRoll, World
-from gm.worlddef import whole_number
+from gm.worlddef import Character, CharacterCannotRoll, World, whole_number
 
 ESTIMATE_SAMPLES = 20_000  # for the mean of dice too costly for exact odds; a target needs no more
 

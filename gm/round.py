@@ -29,7 +29,7 @@ from gm.public import JudgementPublic, OutcomePublic, RollPublic, RoundPublic
 from gm.referee import Result, Telling, judge_refusals, referee
 from gm.store import ModelCall, RollRecord, RoundRecord, Store, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
-from gm.world import World
+from gm.worlddef import World
 
 # A listener told of the round as it happens: ("working", {"call": n}), ("roll", a RollPublic as JSON),
 # ("refusal", {"reason": ...}) and ("narration", {"text": ...}); a web front end streams these.

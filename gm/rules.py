@@ -26,8 +26,7 @@ from jsonschema import Draft202012Validator
 
 from gm import dice
 from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError, document_order
-from gm.schema_messages import schema_problems
+from gm.problems import Problem, ProblemsError, document_order, schema_problems
 
 Result = Literal["succeeded", "partial", "failed"]
 Reading = Literal["total", "successes"]

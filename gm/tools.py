@@ -19,11 +19,11 @@ from jsonschema import Draft202012Validator
 from gm import dice
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
+from gm.problems import describe
 from gm.referee import Outcome, RoundRoll, referee
 from gm.rules import CheckRollError, band_for, read_value
-from gm.schema_messages import describe
 from gm.store import RollRecord
-from gm.world import CharacterCannotRoll, World
+from gm.worlddef import CharacterCannotRoll, World
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 

@@ -12,40 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gm.jsonfile import read_json
-from gm.problems import Problem, ProblemsError
+from gm.problems import Problem, ProblemsError, read_json
 from gm.rules import Rules, parse_rules, validate
-from gm.worlddef import (
-    DICE_FILE,
-    WORLD_FILE,
-    Character,
-    CharacterCannotRoll,
-    UnknownCharacter,
-    World,
-    modifier_for,
-    validate_world,
-    world_from_data,
-)
-
-# The world's types are re-exported so that callers need only `gm.world`.
-__all__ = [
-    "DICE_FILE",
-    "WORLD_FILE",
-    "Character",
-    "CharacterCannotRoll",
-    "UnknownCharacter",
-    "World",
-    "WorldFiles",
-    "check_world",
-    "dice_json_path",
-    "load_rules",
-    "load_world",
-    "modifier_for",
-    "read_dice_json",
-    "validate_world",
-    "world_files",
-    "world_from_data",
-]
+from gm.worlddef import DICE_FILE, WORLD_FILE, World, validate_world, world_from_data
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,16 +11,8 @@ import pytest
 
 from gm.problems import Problem, ProblemsError
 from gm.rules import parse_rules
-from gm.world import (
-    Character,
-    CharacterCannotRoll,
-    World,
-    check_world,
-    load_world,
-    modifier_for,
-    validate_world,
-    world_from_data,
-)
+from gm.world import check_world, load_world
+from gm.worlddef import Character, CharacterCannotRoll, World, modifier_for, validate_world, world_from_data
 
 
 def world_json(**changes: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gm.errors import GmError
 from gm.game import Game
+from gm.hosts import LOOPBACK_HOSTS
 from gm.web import pages
 from gm.web.api import router
 from gm.web.errors import answer_error
@@ -29,7 +30,7 @@ def create_app(
     *,
     api_token: str | None = None,
     editor: bool = True,
-    editor_hosts: Sequence[str] = ("127.0.0.1", "localhost"),
+    editor_hosts: Sequence[str] = LOOPBACK_HOSTS,
 ) -> FastAPI:
     """The whole web app around one Game; everything a round needs lives in the game's database.
 

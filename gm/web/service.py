@@ -13,8 +13,8 @@ from gm.errors import NotFound, Unauthorized
 from gm.game import Game
 from gm.problems import ProblemsError
 from gm.store import Story, StoryNotFound
-from gm.world import WORLD_FILE, load_world
-from gm.worlddef import World
+from gm.world import load_world
+from gm.worlddef import WORLD_FILE, World
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 

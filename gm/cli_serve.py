@@ -1,0 +1,70 @@
+"""`gm serve`: the story API, the play page and the world editor over HTTP, served by uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from gm.cli_story import REHEARSAL
+from gm.errors import UsageError
+from gm.game import Game
+from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm.model import ModelClient, ModelSettings
+from gm.store import Store
+
+
+class ServeCommandError(UsageError, ValueError):
+    """Bad input to `gm serve` (a model it cannot serve with); one `error:` line."""
+
+
+def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
+    """Add `gm serve` to the command line."""
+    serve = subcommands.add_parser("serve", help="serve the story API, the play page and the editor over HTTP")
+    serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    serve.add_argument(
+        "--editor",
+        action="store_true",
+        help="also mount the world editor when --host serves other machines (it has no login)",
+    )
+    serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
+    serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
+    serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
+    serve.set_defaults(run=run_serve)
+
+
+def run_serve(arguments: argparse.Namespace) -> int:
+    """Run the web app with uvicorn; several such processes may share one PostgreSQL database."""
+    # Imported here: the web stack is heavy, and no other command needs it.
+    import uvicorn
+
+    from gm.web.app import create_app
+
+    if arguments.model == REHEARSAL:
+        raise ServeCommandError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
+    model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
+    hosts = editor_hosts(arguments.host, editor=arguments.editor)
+    if hosts is None:
+        print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
+    app = create_app(
+        Game(model, Store()),
+        arguments.worlds,
+        api_token=os.environ.get("GM_API_TOKEN") or None,
+        editor=hosts is not None and arguments.worlds.is_dir(),
+        editor_hosts=hosts or LOOPBACK_HOSTS,
+    )
+    uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
+    return 0
+
+
+def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:
+    """The Host names the editor answers to when serving on `host`, or None when it is not mounted.
+
+    On a loopback address the editor is mounted for this machine alone; elsewhere only with --editor.
+    """
+    if not is_loopback(host) and not editor:
+        return None
+    return allowed_hosts(host)
