@@ -17,7 +17,7 @@ from rich.markup import escape
 from gm.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
 from gm.errors import GmError
 from gm.game import Game
-from gm.public import RollPublic
+from gm.public import RollPublic, StoryPublic
 from gm.round import RoundResult
 from gm.transcript import card, opened
 
@@ -41,6 +41,8 @@ class Chat:
         """Play until /quit or the end of input, then let the memory keeper finish."""
         story = self.game.store.story(self.story_id)
         self.say(f"{story.title}: story {story.id}, {story.rounds} rounds so far. Type /help for the commands.")
+        for notice in StoryPublic.from_record(story).notices:
+            self.say(f"Note: {notice}.")
         while (line := await asyncio.to_thread(self.read_line)) is not None:
             if not await self.handle(line):
                 break

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from gm.cli_story import REHEARSAL
+from gm.cli_story import REHEARSAL, add_judge_argument, choose_judge
 from gm.errors import UsageError
 from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
@@ -33,6 +33,7 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
     serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
+    add_judge_argument(serve)
     serve.set_defaults(run=run_serve)
 
 
@@ -49,8 +50,10 @@ def run_serve(arguments: argparse.Namespace) -> int:
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     if hosts is None:
         print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
+    judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
+    game = Game(model, Store(), judge_model=choose_judge(arguments, model), judging=judging)
     app = create_app(
-        Game(model, Store()),
+        game,
         arguments.worlds,
         api_token=os.environ.get("GM_API_TOKEN") or None,
         editor=hosts is not None and arguments.worlds.is_dir(),

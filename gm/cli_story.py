@@ -12,6 +12,7 @@ from typing import Any
 from gm.chat import Chat
 from gm.errors import UsageError
 from gm.game import Game
+from gm.judge import judge_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.public import StoryPublic
 from gm.rehearsal import RehearsalModel
@@ -40,6 +41,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     play.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}' to play offline")
     play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
+    add_judge_argument(play)
     play.set_defaults(run=run_play)
 
     stories = subcommands.add_parser("stories", help="list the stories")
@@ -65,13 +67,15 @@ def run_play(arguments: argparse.Namespace) -> int:
         world = load_world(arguments.world)  # a world failing its check is refused here, every problem listed
     else:
         raise StoryCommandError("name a world to start a story (gm play WORLD) or a story to continue (--story ID)")
-    game = Game(choose_model(arguments, world), store)
+    model = choose_model(arguments, world)
+    game = Game(model, store, judge_model=choose_judge(arguments, model))
+    judging = {} if arguments.judge is None else {"judge": "off" if arguments.judge == "off" else "on"}
     if story is None:
-        story_id = game.begin(world, settings={"dice": arguments.dice or "shown"})
+        story_id = game.begin(world, settings={"dice": arguments.dice or "shown", **judging})
     else:
         story_id = story.id
-        if arguments.dice:
-            store.update_settings(story_id, {"dice": arguments.dice})
+        if arguments.dice or judging:
+            store.update_settings(story_id, {**({"dice": arguments.dice} if arguments.dice else {}), **judging})
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master; no model is called.", flush=True)
     asyncio.run(Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty()).run())
@@ -83,6 +87,24 @@ def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
     if arguments.model == REHEARSAL:
         return RehearsalModel(world)
     return ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
+
+
+def add_judge_argument(parser: argparse.ArgumentParser) -> None:
+    """`--judge MODEL|off`: the narration judge's model, or no judge (the story then says so)."""
+    parser.add_argument(
+        "--judge",
+        metavar="MODEL|off",
+        help="the model that judges narrations (default GM_JUDGE_MODEL, else the game master's), or 'off'",
+    )
+
+
+def choose_judge(arguments: argparse.Namespace, master: ChatModel) -> ChatModel | None:
+    """The judge's own model where one is configured (--judge MODEL, GM_JUDGE_*); None to use the game master's."""
+    if not isinstance(master, ModelClient):
+        return None  # the rehearsal plays its own judge
+    named = None if arguments.judge in (None, "off") else arguments.judge
+    settings = judge_settings(master.settings, named)
+    return None if settings == master.settings else ModelClient(settings)
 
 
 def run_stories(arguments: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.exc import IntegrityError
 
@@ -55,12 +55,13 @@ class Game:
         settings: RoundSettings | None = None,
         source: dice.DiceSource | None = None,
         cached_worlds: int = CACHED_WORLDS,
+        judging: Literal["on", "off"] = "on",
     ) -> None:
         self.model = model
         self.store = store or Store()
         self.keeper = MemoryKeeper(self.store, memory_model or model)
-        judging = judge_model or model
-        self.judge = Judge(judging, model_name(judging))
+        self.judge = Judge(judge_model or model, model_name(judge_model or model))
+        self.judging = judging  # the default for new stories; each story keeps its own setting
         self.settings = settings or RoundSettings()
         self.source = source
         self._memory_tasks: set[asyncio.Task[None]] = set()
@@ -78,7 +79,7 @@ class Game:
             title=world.title,
             world_data=world.world_data,
             dice_data=world.dice_data,
-            settings={"dice": "shown", **(settings or {})},
+            settings={"dice": "shown", "judge": self.judging, **(settings or {})},
         )
         return self.store.create_story(story).id
 

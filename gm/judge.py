@@ -23,13 +23,14 @@ client's `OperatorError`, as an unreachable game master does.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from gm.errors import RoundFailed
-from gm.model import ChatModel, Completion, ModelRequestRejected
+from gm.model import PLACEHOLDER_API_KEY, ChatModel, Completion, ModelRequestRejected, ModelSettings
 from gm.prompt import TOLD_AS, JudgeRequest, Told, judge_messages
 
 Mode = Literal["json_schema", "tool", "text"]
@@ -73,6 +74,17 @@ RESPONSE_FORMAT: dict[str, Any] = {
 
 _THINKING = re.compile(r"<(think|thinking)>.*?(</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def judge_settings(master: ModelSettings, model: str | None = None) -> ModelSettings:
+    """Where the judge's model is: `model` (from `--judge`) or GM_JUDGE_MODEL, else the game master's model;
+    GM_JUDGE_BASE_URL and GM_JUDGE_API_KEY, else the game master's endpoint and key."""
+    base_url = os.environ.get("GM_JUDGE_BASE_URL", "").strip() or None
+    api_key = os.environ.get("GM_JUDGE_API_KEY", "").strip() or None
+    name = model or os.environ.get("GM_JUDGE_MODEL", "").strip() or master.model
+    if base_url is None:
+        return replace(master, model=name, api_key=api_key or master.api_key)
+    return replace(master, base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=name)
 
 
 class JudgeFailed(RoundFailed):

@@ -54,6 +54,7 @@ def render_transcript(data: TranscriptPublic) -> str:
     """The transcript as text for `gm show`."""
     story = data.story
     lines = [f"{story.title} ({story.id}), {story.rounds} rounds, dice {story.settings.dice}"]
+    lines += [f"Note: {notice}." for notice in story.notices]
     for record in data.rounds:
         lines += ["", f"## Round {record.number}", f"> {record.player_text}", "", record.narration]
         for roll in record.rolls:
@@ -61,6 +62,12 @@ def render_transcript(data: TranscriptPublic) -> str:
         for outcome in record.outcomes:
             via = f" (roll {outcome.roll})" if outcome.roll is not None else ""
             lines.append(f"  [outcome] {outcome.character}: {outcome.result}{via}")
+        if record.judge is not None:
+            for verdict in record.judge.verdicts:
+                quote = f" ('{verdict.quote}')" if verdict.quote else ""
+                lines.append(
+                    f"  [judged by {record.judge.model}] {verdict.character}: told as {verdict.told_as}{quote}"
+                )
         for refusal in record.refusals:
             lines.append(f"  [refused] {refusal}")
     return "\n".join(lines)

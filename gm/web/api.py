@@ -33,6 +33,11 @@ class StoryIn(BaseModel):
 
     world: str = Field(max_length=63, description="the world's folder name, as /api/worlds lists it")
     dice: Literal["shown", "hidden"] = "shown"
+    judge: Literal["on", "off"] | None = Field(
+        default=None,
+        description="'off' plays the story without the narration judge (it then says so); "
+        "by default, the server's choice. The judge's model is the server's.",
+    )
 
 
 class MessageIn(BaseModel):
@@ -85,7 +90,7 @@ def list_worlds(app: ServiceDep) -> list[dict[str, Any]]:
 def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """Start a story; the answer holds the story's secret token, which is not shown again."""
     app.check_api_token(token)
-    story_id, story_token = app.start(body.world, body.dice)
+    story_id, story_token = app.start(body.world, body.dice, body.judge)
     return {"story": _story(app, story_id), "token": story_token}
 
 

@@ -49,11 +49,12 @@ class Service:
         except ProblemsError as error:
             raise NotFound(f"the world '{name}' fails its check: {error}") from None
 
-    def start(self, world_name: str, dice: str) -> tuple[str, str]:
+    def start(self, world_name: str, dice: str, judge: str | None = None) -> tuple[str, str]:
         """Start a story; returns its id and its secret token (shown once, stored only as a hash)."""
         world = self.world(world_name)
         token = secrets.token_urlsafe(32)
-        story_id = self.game.begin(world, settings={"dice": dice}, token_hash=hash_token(token))
+        settings = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
+        story_id = self.game.begin(world, settings=settings, token_hash=hash_token(token))
         return story_id, token
 
     def check_api_token(self, given: str | None) -> None:
