@@ -1,4 +1,4 @@
-"""A scripted, OpenAI-compatible fake model served over real HTTP, for tests and offline rehearsal.
+"""Scripted, OpenAI-compatible fake models for tests and offline rehearsal: over real HTTP, or in process.
 
 `FakeModel` listens on 127.0.0.1 (an ephemeral port) in a daemon thread, so the real `openai`
 client, sync or async, talks to it exactly as it would to a server. A script is a list of steps,
@@ -29,12 +29,25 @@ Such failures, a request after the script ran out, streaming requests and unknow
 recorded in `fake.failures`, which `assert_done()` reports along with any unused steps.
 Only non-streaming `POST /v1/chat/completions` and `GET /v1/models` are served.
 
+`FunctionModel(script)` is the same fake in process: a `ChatModel` (give it to `Game` in place of
+a `ModelClient`) with no HTTP, for tests of the engine rather than of the model client. It keeps
+the body `ModelClient` would send in `requests`, checks it and its own answer against the same
+schemas, and returns the `Completion` the client would make of that answer. Its step functions
+may also be `async def`, so a test can hold an answer until it is ready. It plays `reply`, `call`,
+`calls`, `length` and `slow` steps; `http_error` and `raw` steps test the client, so they stay on
+`FakeModel`. Where `FakeModel` answers with an error status, it raises `ScriptError` (an
+AssertionError, which the engine does not catch), also recorded in `failures`.
+
 >>> with fake_model([reply("Hello.")]) as fake:
 ...     answer = fake.client().chat.completions.create(model=fake.model, messages=[{"role": "user", "content": "Hi"}])
 >>> answer.choices[0].message.content
 'Hello.'
+>>> import asyncio
+>>> asyncio.run(FunctionModel([reply("Hello.")]).complete([{"role": "user", "content": "Hi"}])).content
+'Hello.'
 """
 
+from gm.testing.function import FunctionModel, ScriptError
 from gm.testing.script import (
     Answer,
     AnyScript,
@@ -67,11 +80,13 @@ __all__ = [
     "AnyStepFunction",
     "Arguments",
     "FakeModel",
+    "FunctionModel",
     "HttpError",
     "Raw",
     "Request",
     "Response",
     "Script",
+    "ScriptError",
     "Step",
     "StepFunction",
     "StepT",

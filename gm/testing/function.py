@@ -1,0 +1,140 @@
+"""The scripted fake model in process: a `ChatModel` answered by a script, with no HTTP (see gm.testing)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gm.model import Completion, ToolCall, Usage
+from gm.testing.script import Answer, AnyScript, HttpError, Raw, Request, Scripted, estimate_tokens
+
+
+class ScriptError(AssertionError):
+    """The in-process fake could not answer: its script ran out or broke, or the request or answer was invalid.
+
+    A bug in the test or in the engine's request, never a model failure: the engine does not catch it.
+    """
+
+
+class FunctionModel(Scripted):
+    """A `ChatModel` answered in process by a script of the same steps as `FakeModel`; see gm.testing.
+
+    Each `complete` builds the request body `ModelClient` would send (through JSON, so what JSON cannot
+    carry fails here too), keeps it in `requests`, checks it against `request_schema`, takes the next
+    step (a function of the request may be `async def`), checks the chat.completion it makes of the
+    step against `response_schema`, and returns that answer as the `Completion` `ModelClient` would.
+    """
+
+    def __init__(
+        self,
+        script: AnyScript,
+        *,
+        model: str = "fake-model",
+        request_schema: Path | str | None = None,
+        response_schema: Path | str | None = None,
+    ) -> None:
+        super().__init__(script, model=model, request_schema=request_schema, response_schema=response_schema)
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+    ) -> Completion:
+        """The script's next answer as a Completion; raises ScriptError when it has none."""
+        started = time.monotonic()
+        options: dict[str, Any] = {"model": self.model, "messages": [dict(message) for message in messages]}
+        if tools is not None:
+            options["tools"] = [dict(tool) for tool in tools]
+        if tool_choice is not None:
+            options["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+        try:
+            request: Request = json.loads(json.dumps(options))
+        except (TypeError, ValueError) as error:
+            raise self._error(f"a request cannot be sent as JSON: {error}") from error
+        number, invalid = self._record(request)
+        if invalid:
+            raise self._error(invalid)
+        step = await self._take(request, number)
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        answer, broken = self._completion(step, request, number)
+        if broken:
+            raise self._error(broken)
+        return _completion_of(answer, options, round((time.monotonic() - started) * 1000))
+
+    async def _take(self, request: Request, number: int) -> Answer:
+        item = self._next_item(number)
+        if isinstance(item, str):
+            raise self._error(item)
+        step: Any = item
+        if callable(item):
+            try:
+                step = item(request)
+                if inspect.isawaitable(step):
+                    step = await step
+            except Exception as error:
+                message = f"the script's function raised {type(error).__name__} for request {number}: {error}"
+                raise self._error(message) from error
+        if isinstance(step, HttpError | Raw):
+            raise self._error(
+                f"request {number} got {type(step).__name__.lower()} step {step!r}, which only FakeModel serves: "
+                "it tests the model client over HTTP"
+            )
+        if not isinstance(step, Answer):
+            raise self._error(
+                f"the script's function returned {step!r} for request {number}, expected a step such as reply(...)"
+            )
+        return step
+
+    def _error(self, message: str) -> ScriptError:
+        return ScriptError(self._failed(message))
+
+
+def _completion_of(answer: dict[str, Any], options: dict[str, Any], latency_ms: int) -> Completion:
+    """The Completion that ModelClient makes of this chat.completion, which the fake made itself."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    tool_calls = [
+        ToolCall(each["id"], each["function"]["name"], each["function"]["arguments"])
+        for each in message.get("tool_calls", [])
+    ]
+    raw_message: dict[str, Any] = {"role": "assistant", "content": message["content"]}
+    if tool_calls:
+        raw_message["tool_calls"] = [
+            {"id": each.id, "type": "function", "function": {"name": each.name, "arguments": each.arguments}}
+            for each in tool_calls
+        ]
+    sent = answer.get("usage")
+    if sent is not None:
+        usage = Usage(sent["prompt_tokens"], sent["completion_tokens"], estimated=False)
+    else:  # as ModelClient estimates: message texts, tool names and arguments, and the tools' JSON
+        prompt = "".join(_message_text(each) for each in options["messages"])
+        if "tools" in options:
+            prompt += json.dumps(options["tools"])
+        usage = Usage(estimate_tokens(prompt), estimate_tokens(_message_text(raw_message)), estimated=True)
+    return Completion(
+        content=message["content"],
+        tool_calls=tool_calls,
+        finish_reason=choice["finish_reason"],
+        usage=usage,
+        latency_ms=latency_ms,
+        attempts=1,
+        raw_message=raw_message,
+    )
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    parts = [content if isinstance(content, str) else ""]
+    for each in message.get("tool_calls") or []:
+        function = each.get("function") if isinstance(each, dict) else None
+        if isinstance(function, dict):
+            arguments = function.get("arguments", "")
+            parts += [str(function.get("name", "")), arguments if isinstance(arguments, str) else json.dumps(arguments)]
+    return "".join(parts)
