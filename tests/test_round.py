@@ -1,4 +1,5 @@
-"""End-to-end rounds: the real openai client over HTTP against fake models, on SQLite and PostgreSQL.
+"""Rounds against fake models, on SQLite and PostgreSQL: in process, and end to end over HTTP where a
+test says `transport="http"` (the real openai client; retries and raw answers need it).
 
 The harbour world's `attempt` check is 1d20 + skill over a target; Mara's skill is 3. With the
 target 12, a face of 11 reads 11 + 3 - 12 = 2: "Partial success"; a face of 20 reads 11:
@@ -40,7 +41,7 @@ def attempts(store: Store) -> list[Attempt]:
 
 def test_an_honest_round_is_stored_with_its_rolls_and_remembered(store: Store, harbor: Path) -> None:
     async def play() -> Any:
-        async with table(store, [roll_mara(), narrate_roll()], faces=[11]) as t:
+        async with table(store, [roll_mara(), narrate_roll()], faces=[11], transport="http") as t:
             story = t.game.start_story(harbor)
             result = await t.game.play(story, "I pick the lock.")
             await t.game.settle()
@@ -72,7 +73,7 @@ def test_an_honest_round_is_stored_with_its_rolls_and_remembered(store: Store, h
 
 def test_a_round_without_a_roll_can_end_in_plain_text(store: Store, harbor: Path) -> None:
     async def play() -> Any:
-        async with table(store, [reply("The harbour smells of tar and rain.")]) as t:
+        async with table(store, [reply("The harbour smells of tar and rain.")], transport="http") as t:
             story = t.game.start_story(harbor)
             return story, await t.game.play(story, "I look around.")
 
@@ -239,7 +240,7 @@ def test_arguments_sent_as_an_object_are_accepted(store: Store, harbor: Path) ->
         )
 
     async def play() -> Any:
-        async with table(store, [roll_mara(), answer_with_object], faces=[11]) as t:
+        async with table(store, [roll_mara(), answer_with_object], faces=[11], transport="http") as t:
             story = t.game.start_story(harbor)
             return await t.game.play(story, "I pick the lock.")
 
@@ -286,7 +287,7 @@ def test_transport_errors_are_retried_honouring_retry_after(store: Store, harbor
     ]
 
     async def play() -> Any:
-        async with table(store, script) as t:
+        async with table(store, script, transport="http") as t:
             story = t.game.start_story(harbor)
             return t, story, await t.game.play(story, "I wait.")
 
@@ -358,7 +359,7 @@ def test_memory_that_fails_is_written_after_a_later_round(store: Store, harbor: 
     memory = [http_error(400, "bad"), reply("Round one, remembered late."), reply("Round two.")]
 
     async def play() -> Any:
-        async with table(store, [reply("One."), reply("Two.")], memory) as t:
+        async with table(store, [reply("One."), reply("Two.")], memory, transport="http") as t:
             story = t.game.start_story(harbor)
             await t.game.play(story, "first")
             await t.game.settle()
