@@ -18,7 +18,7 @@ from rounds import last_tool_result, narrate_roll, roll_mara, table, tool_result
 
 from gm.round import RoundFailed, RoundSettings, StoryBusy
 from gm.store import Attempt, RollRecord, Store
-from gm.testing import call, calls, http_error, length, raw, reply, slow, tool_call
+from gm.testing import call, calls, http_error, length, raw, reply, tool_call
 
 
 def run(coroutine: Any) -> Any:
@@ -343,12 +343,20 @@ def test_model_calls_per_round_are_bounded(store: Store, harbor: Path) -> None:
 
 def test_a_second_round_of_the_same_story_at_once_is_refused(store: Store, harbor: Path) -> None:
     async def play() -> Any:
-        async with table(store, [slow(reply("Slowly, the fog lifts."), 1.0)]) as t:
+        asked, answer = asyncio.Event(), asyncio.Event()
+
+        async def held(request: dict[str, Any]) -> Any:
+            asked.set()  # the first round holds the story's lease while it waits for the model
+            await answer.wait()
+            return reply("Slowly, the fog lifts.")
+
+        async with table(store, [held]) as t:
             story = t.game.start_story(harbor)
             first = asyncio.create_task(t.game.play(story, "I wait."))
-            await asyncio.sleep(0.3)
+            await asked.wait()
             with pytest.raises(StoryBusy, match="being played"):
                 await t.game.play(story, "I shout.")
+            answer.set()
             return story, await first
 
     story, first = run(play())
