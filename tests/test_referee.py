@@ -9,6 +9,7 @@ JON_CLIMBS = RoundRoll(2, "check", "Jon", "climb", "Failure", "failed")
 DAMAGE = RoundRoll(3, "dice")
 VOID = RoundRoll(4, "check", "Jon", "sneak", None, None, void=True)
 CRITICAL = RoundRoll(5, "check", "Mara", "climb", "Critical success", "succeeded")
+PLAYERS = RoundRoll(6, "player", "Mara")  # a /roll: told to the game master as a fact, settling nothing
 CAST = ["Mara", "Jon", "The Warden"]
 TEXT = "The lock gives, slowly, and the corridor beyond is dark."
 
@@ -109,6 +110,19 @@ def test_plain_dice_and_void_rolls_settle_nothing() -> None:
     ]
     # neither needs an outcome of its own
     assert reasons([DAMAGE, VOID], [Outcome("Jon", "failed")]) == []
+
+
+def test_a_players_roll_settles_no_outcome_and_needs_none() -> None:
+    assert refused([PLAYERS], [Outcome("Mara", "succeeded", 6)]) == [
+        Refusal(
+            "roll 6 is a player's roll, not a check, so it cannot settle an outcome; "
+            "leave 'roll' out of Mara's outcome",
+            6,
+            "Mara",
+        )
+    ]
+    assert refused([PLAYERS], [Outcome("Mara", "succeeded")]) == []
+    assert refused([PLAYERS], []) == []
 
 
 def test_character_names_match_ignoring_case() -> None:

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from rounds import last_tool_result, narrate_roll, roll_mara, table, tool_results
 
-from gm.round import RoundFailed, RoundSettings, StoryBusy
+from gm import dice
+from gm.round import PlayerRoll, RoundFailed, RoundSettings, StoryBusy
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, calls, http_error, length, raw, reply, tool_call
 
@@ -257,6 +258,42 @@ def test_asking_for_the_same_roll_again_returns_the_first(store: Store, harbor: 
     first, second = last_tool_result(t.master.requests[1]), last_tool_result(t.master.requests[2])
     assert first["roll"] == second["roll"] and second["band"] == "Partial success"
     assert len(stored_rolls(store)) == 1 and [roll["id"] for roll in result.rolls] == [first["roll"]]
+
+
+def test_a_players_roll_named_as_an_outcomes_roll_is_refused(store: Store, harbor: Path) -> None:
+    """A player's /roll is told to the game master as a fact; it is not a check, so it settles no outcome."""
+    stored: list[dict[str, Any]] = []
+
+    def outcome_naming(roll: bool) -> Any:
+        def step(request: dict[str, Any]) -> Any:
+            outcome = {"character": "Mara", "result": "succeeded", **({"roll": stored[0]["id"]} if roll else {})}
+            return call("narrate", {"narration": "The lock gives.", "outcomes": [outcome]})
+
+        return step
+
+    async def play() -> Any:
+        async with table(store, [outcome_naming(roll=True), outcome_naming(roll=False)], faces=[4, 4]) as t:
+            story = t.game.start_story(harbor)
+            result = await t.game.play(
+                story,
+                "I pick the lock.",
+                player_roll=PlayerRoll(dice.parse("2d6+1"), "pick the lock"),
+                events=lambda kind, data: stored.append(data) if kind == "roll" else None,
+            )
+            return t, result
+
+    t, result = run(play())
+    [roll] = result.rolls
+    assert (roll["id"], roll["kind"], roll["character"], roll["total"]) == (stored[0]["id"], "player", "Mara", 9)
+    assert "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1" in t.master.requests[0]["messages"][-1]["content"]
+    refusal = (
+        f"narrate was refused: (1) roll {roll['id']} is a player's roll, not a check, so it cannot settle an "
+        "outcome; leave 'roll' out of Mara's outcome. Call narrate again."
+    )
+    assert result.refusals == [refusal]
+    assert last_tool_result(t.master.requests[1]) == {"error": refusal}  # the model was told why
+    assert result.outcomes == [{"character": "Mara", "result": "succeeded", "roll": None}]
+    assert result.narration == "The lock gives." and result.model_calls == 2
 
 
 def test_regenerating_keeps_the_rolls(store: Store, harbor: Path) -> None:
