@@ -289,12 +289,12 @@ def test_a_players_roll_named_as_an_outcomes_roll_is_refused(store: Store, harbo
     assert (roll.id, roll.kind, roll.character, roll.total) == (stored[0]["id"], "player", "Mara", 9)
     assert "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1" in t.master.requests[0]["messages"][-1]["content"]
     refusal = (
-        f"narrate was refused: (1) roll {roll['id']} is a player's roll, not a check, so it cannot settle an "
+        f"narrate was refused: (1) roll {roll.id} is a player's roll, not a check, so it cannot settle an "
         "outcome; leave 'roll' out of Mara's outcome. Call narrate again."
     )
     assert result.refusals == [refusal]
     assert last_tool_result(t.master.requests[1]) == {"error": refusal}  # the model was told why
-    assert result.outcomes == [{"character": "Mara", "result": "succeeded", "roll": None}]
+    assert result.outcomes == [OutcomePublic(character="Mara", result="succeeded", roll=None)]
     assert result.narration == "The lock gives." and result.model_calls == 2
 
 
