@@ -182,13 +182,7 @@ class ModelClient:
         response_format: Mapping[str, Any] | None = None,
     ) -> Completion:
         """The model's next message, retrying transport failures; raises a ModelError otherwise."""
-        options: dict[str, Any] = {"model": self.settings.model, "messages": [dict(message) for message in messages]}
-        if tools is not None:
-            options["tools"] = [dict(tool) for tool in tools]
-        if tool_choice is not None:
-            options["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
-        if response_format is not None:
-            options["response_format"] = dict(response_format)
+        options = request_options(self.settings.model, messages, tools, tool_choice, response_format)
         started = self._clock()
         attempts = 0
         retrying = AsyncRetrying(
@@ -211,7 +205,7 @@ class ModelClient:
             raise self._unavailable(attempts, _reason(error, self.settings.timeout)) from None
         latency_ms = round((self._clock() - started) * 1000)
         try:
-            return self._completion(response.http_response.json(), options, latency_ms, attempts)
+            return read_completion(response.http_response.json(), options, latency_ms, attempts, self._new_id)
         except (ValueError, TypeError) as error:
             why = "it is not JSON" if isinstance(error, json.JSONDecodeError) else _sentence_part(str(error))
             reason = f"an answer that is not a chat completion ({why})"
@@ -235,6 +229,11 @@ class ModelClient:
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+    def _new_id(self) -> str:
+        # Some local servers omit tool call ids, but a tool's answer must name the call it answers.
+        self._generated_ids += 1
+        return f"call_gm_{self._generated_ids}"
 
     def _should_stop(self, state: RetryCallState, started: float) -> bool:
         if state.attempt_number >= self.settings.max_attempts:
@@ -263,51 +262,6 @@ class ModelClient:
         status = f"HTTP {error.status_code}" + (f" ({code})" if code else "")
         message = f"The model server at {self._where} rejected the request with {status}: {server_message}."
         return ModelRequestRejected(message, status=error.status_code, server_message=server_message, code=code)
-
-    def _completion(self, data: Any, options: dict[str, Any], latency_ms: int, attempts: int) -> Completion:
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ValueError("it has no choices")
-        message = choices[0].get("message")
-        if not isinstance(message, dict):
-            raise ValueError("its first choice has no message")
-        content = _text(message.get("content"))
-        tool_calls = [self._tool_call(each) for each in message.get("tool_calls") or []]
-        raw_message: dict[str, Any] = {"role": "assistant", "content": content}
-        if tool_calls:
-            raw_message["tool_calls"] = [
-                {
-                    "id": each.id,
-                    "type": "function",
-                    "function": {"name": each.name, "arguments": _json_text(each.arguments)},
-                }
-                for each in tool_calls
-            ]
-        finish_reason = choices[0].get("finish_reason")
-        return Completion(
-            content=content,
-            tool_calls=tool_calls,
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-            usage=_usage(data.get("usage"), options, raw_message),
-            latency_ms=latency_ms,
-            attempts=attempts,
-            raw_message=raw_message,
-        )
-
-    def _tool_call(self, data: Any) -> ToolCall:
-        # A custom tool call carries {"name", "input"} where a function call carries {"name", "arguments"}.
-        function = (data.get("function") or data.get("custom")) if isinstance(data, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise ValueError("a tool call has no name")
-        arguments = function.get("arguments", function.get("input", ""))
-        if not isinstance(arguments, str | dict):
-            arguments = json.dumps(arguments)  # null, a list or a number: kept as the JSON text received
-        call_id = data.get("id")
-        if not isinstance(call_id, str) or not call_id:
-            # Some local servers omit ids, but a tool's answer must name the call it answers.
-            self._generated_ids += 1
-            call_id = f"call_gm_{self._generated_ids}"
-        return ToolCall(call_id, function["name"], arguments)
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -343,6 +297,75 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def request_options(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    response_format: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The body of a chat completion request, as gm sends it (the in-process fake builds the same)."""
+    options: dict[str, Any] = {"model": model, "messages": [dict(message) for message in messages]}
+    if tools is not None:
+        options["tools"] = [dict(tool) for tool in tools]
+    if tool_choice is not None:
+        options["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+    if response_format is not None:
+        options["response_format"] = dict(response_format)
+    return options
+
+
+def read_completion(
+    data: Any, options: dict[str, Any], latency_ms: int, attempts: int, new_id: Callable[[], str]
+) -> Completion:
+    """A chat completion's JSON as a Completion; ValueError or TypeError says what is wrong with it.
+
+    `new_id` names a tool call that came without an id (some local servers omit them).
+    """
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("it has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise ValueError("its first choice has no message")
+    content = _text(message.get("content"))
+    tool_calls = [_tool_call(each, new_id) for each in message.get("tool_calls") or []]
+    raw_message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        raw_message["tool_calls"] = [
+            {
+                "id": each.id,
+                "type": "function",
+                "function": {"name": each.name, "arguments": _json_text(each.arguments)},
+            }
+            for each in tool_calls
+        ]
+    finish_reason = choices[0].get("finish_reason")
+    return Completion(
+        content=content,
+        tool_calls=tool_calls,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=_usage(data.get("usage"), options, raw_message),
+        latency_ms=latency_ms,
+        attempts=attempts,
+        raw_message=raw_message,
+    )
+
+
+def _tool_call(data: Any, new_id: Callable[[], str]) -> ToolCall:
+    # A custom tool call carries {"name", "input"} where a function call carries {"name", "arguments"}.
+    function = (data.get("function") or data.get("custom")) if isinstance(data, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise ValueError("a tool call has no name")
+    arguments = function.get("arguments", function.get("input", ""))
+    if not isinstance(arguments, str | dict):
+        arguments = json.dumps(arguments)  # null, a list or a number: kept as the JSON text received
+    call_id = data.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = new_id()
+    return ToolCall(call_id, function["name"], arguments)
 
 
 def estimate_tokens(text: str) -> int:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from sqlmodel import SQLModel
 
 from gm.store import Store
 
@@ -26,22 +29,66 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty database. PostgreSQL runs only with GM_TEST_POSTGRES_URL set, and then an
-    unreachable server fails the test instead of skipping it (CI sets it)."""
+    """A fresh database: empty, or, for a test that also uses `store`, at the newest schema already.
+    PostgreSQL runs only with GM_TEST_POSTGRES_URL set, and then an unreachable server fails the test
+    instead of skipping it (CI sets it).
+
+    Migrating a database for every store test was most of their time, so a store's database is a
+    copy of a migrated SQLite file, or one migrated PostgreSQL database per test session (each xdist
+    worker has its own) emptied before each test, its ids starting again at 1. Migrating from
+    empty is tested in tests/test_migrations.py, on fresh empty databases."""
+    migrated = "store" in request.fixturenames
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'gm.db'}"
+        path = tmp_path / "gm.db"
+        if migrated:
+            shutil.copyfile(request.getfixturevalue("_migrated_sqlite"), path)
+        yield f"sqlite:///{path}"
         return
     if not POSTGRES_URL:
         pytest.skip("GM_TEST_POSTGRES_URL is not set")
+    if migrated:
+        url: str = request.getfixturevalue("_migrated_postgres")
+        _empty(url)
+        yield url
+        return
+    with _postgres_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def _migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("migrated") / "gm.db"
+    Store(f"sqlite:///{path}").engine.dispose()  # the last connection closed: the WAL is folded into the file
+    return path
+
+
+@pytest.fixture(scope="session")
+def _migrated_postgres() -> Iterator[str]:
+    with _postgres_database() as url:
+        Store(url).engine.dispose()
+        yield url
+
+
+@contextmanager
+def _postgres_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database, dropped afterwards; its name is unique to this run and worker."""
+    assert POSTGRES_URL
     name = f"gm_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    base = POSTGRES_URL.rsplit("/", 1)[0]
     try:
-        yield f"{base}/{name}"
+        yield f"{POSTGRES_URL.rsplit('/', 1)[0]}/{name}"
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _empty(url: str) -> None:
+    """Every table of gm's emptied, and its ids starting at 1 again, as in a database just made."""
+    tables = ", ".join(f'"{table.name}"' for table in SQLModel.metadata.sorted_tables)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("SET lock_timeout = '20s'")  # a connection a test left in a transaction fails it, not hangs
+        connection.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
 
 
 @pytest.fixture

@@ -1,4 +1,8 @@
-"""Helpers for end-to-end round tests: a Game wired to two fake models (game master, memory keeper)."""
+"""Helpers for round tests: a Game wired to two fake models (game master, memory keeper).
+
+By default the fakes are in process (`FunctionModel`); `transport="http"` serves them over HTTP
+to the real model client instead (`FakeModel`), for the end-to-end tests that keep it.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,17 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gm import dice
 from gm.game import Game
 from gm.model import ModelClient, ModelSettings
 from gm.round import RoundSettings
 from gm.store import Store
-from gm.testing import FakeModel, Script, Step, call, reply
+from gm.testing import FakeModel, FunctionModel, Script, Step, call, reply
 
 SCHEMAS = Path(__file__).parent / "openai"
+Transport = Literal["function", "http"]
 
 
 def fake(script: Script) -> FakeModel:
@@ -27,13 +32,21 @@ def fake(script: Script) -> FakeModel:
     )
 
 
+def function_model(script: Script) -> FunctionModel:
+    return FunctionModel(
+        script,
+        request_schema=SCHEMAS / "chat-completion-request.schema.json",
+        response_schema=SCHEMAS / "chat-completion-response.schema.json",
+    )
+
+
 @dataclass
 class Table:
-    """A game, its two fakes, and the waits the model client was asked to sleep."""
+    """A game, its two fakes, and the waits the model client was asked to sleep (over HTTP)."""
 
     game: Game
-    master: FakeModel
-    keeper: FakeModel
+    master: FakeModel | FunctionModel
+    keeper: FakeModel | FunctionModel
     waits: list[float] = field(default_factory=list)
 
 
@@ -45,27 +58,37 @@ async def table(
     *,
     faces: list[int] | None = None,
     settings: RoundSettings | None = None,
+    transport: Transport = "function",
 ) -> AsyncIterator[Table]:
     """A Game on `store` whose game master follows `script`; the memory keeper answers `memory`
-    (by default, a summary for every request). `faces` are the dice faces rolled, in order."""
+    (by default, a summary for every request). `faces` are the dice faces rolled, in order.
+    Leaving the block normally waits for the memory keeper and checks that neither fake failed."""
+    keeper_script = memory if memory is not None else (lambda request: reply("Mara worked the lock."))
+    source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(1)
+    if transport == "function":
+        master, keeper = function_model(script), function_model(keeper_script)
+        game = Game(master, store, memory_model=keeper, settings=settings, source=source)
+        yield Table(game, master, keeper)
+        await game.settle()
+        assert master.failures == keeper.failures == [], (master.failures, keeper.failures)
+        return
     waits: list[float] = []
 
     async def no_sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    master = fake(script).start()
-    keeper = fake(memory if memory is not None else (lambda request: reply("Mara worked the lock.")))
-    keeper.start()
+    served = fake(script).start()
+    keeping = fake(keeper_script).start()
     try:
-        gm_client = ModelClient(ModelSettings(master.base_url, "test-key", master.model), sleep=no_sleep)
-        memory_client = ModelClient(ModelSettings(keeper.base_url, "test-key", keeper.model), sleep=no_sleep)
-        source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(1)
+        gm_client = ModelClient(ModelSettings(served.base_url, "test-key", served.model), sleep=no_sleep)
+        memory_client = ModelClient(ModelSettings(keeping.base_url, "test-key", keeping.model), sleep=no_sleep)
         game = Game(gm_client, store, memory_model=memory_client, settings=settings, source=source)
-        yield Table(game, master, keeper, waits)
+        yield Table(game, served, keeping, waits)
         await game.settle()
+        assert served.failures == keeping.failures == [], (served.failures, keeping.failures)
     finally:
-        master.close()
-        keeper.close()
+        served.close()
+        keeping.close()
 
 
 def last_tool_result(request: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The story API over HTTP (TestClient), with a fake model, on SQLite and PostgreSQL."""
+"""The story API over HTTP (TestClient), with a fake model (in process; over HTTP for one round), on SQLite
+and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def start(client: Any, world: str = "harbour", **extra: Any) -> tuple[str, dict[
 
 
 def test_worlds_and_a_round_with_a_roll(store: Store, worlds: Path) -> None:
-    with served_app(store, worlds, [roll_mara(), narrate_roll()], faces=[11]) as (client, _):
+    with served_app(store, worlds, [roll_mara(), narrate_roll()], faces=[11], transport="http") as (client, _):
         assert [w["name"] for w in client.get("/api/worlds").json()] == ["harbour"]
         story, auth = start(client)
         answer = client.post(f"/api/stories/{story}/messages", json={"text": "I pick the lock."}, headers=auth)

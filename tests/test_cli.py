@@ -1,26 +1,24 @@
-"""The `gm` command line, run as a real process: output, exit codes, and never a traceback."""
+"""The `gm` command line: output, exit codes, and never a traceback.
+
+Commands run in this process through `gm.cli.main`; the last test runs the installed `gm` command
+as a real process.
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
+from command_line import Ran, gm, installed_gm
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "dice.json"
 
 
-def gm(*arguments: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gm.cli", *map(str, arguments)], capture_output=True, text=True, timeout=120
-    )
-
-
-def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> None:
+def assert_one_error_line(result: Ran | subprocess.CompletedProcess[str], *words: str) -> None:
     assert result.returncode == 2, result
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -246,3 +244,10 @@ def test_odds_for_a_character_needs_a_sound_world(tmp_path: Path) -> None:
     assert_one_error_line(gm("odds", "2d6", "--character", "Mara"), "--character belongs to a check")
     npcs_only = write_world(tmp_path / "npcs", [{"name": "Tomas", "role": "npc", "variables": {"skill": 1}}])
     assert_one_error_line(gm("odds", npcs_only, "attempt", "--target", "9", "--character", "Tomas"), "'player'")
+
+
+def test_the_installed_command_as_a_process() -> None:
+    roll = installed_gm("roll", "4d6kh3+2", "--seed", "7", "--json")
+    assert roll.returncode == 0 and roll.stderr == ""
+    assert roll.stdout == gm("roll", "4d6kh3+2", "--seed", "7", "--json").stdout  # the same as in this process
+    assert_one_error_line(installed_gm("roll", "2d6+x"), "unexpected 'x' at column 5")

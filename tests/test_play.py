@@ -1,33 +1,24 @@
-"""`gm play`, `gm stories` and `gm show`, run as real processes against a fake model over HTTP."""
+"""`gm play`, `gm stories` and `gm show` in this process (`gm.cli.main`), against a fake model over HTTP;
+one story is played by the installed `gm` command as a process of its own."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-import subprocess
-import sys
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from command_line import gm, installed_gm
 from rounds import fake
 from web import keeper_too
 
+from gm import cli_story
+from gm.model import ModelClient
 from gm.testing import FakeModel, Step, call, reply
-
-
-def gm(*arguments: str | Path, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "gm.cli", *map(str, arguments)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def story_id_in(output: str) -> str:
@@ -160,9 +151,15 @@ def test_errors_a_player_can_meet_are_one_line(harbor: Path, tmp_path: Path) -> 
         assert all(word in lines[0] for word in words), lines[0]
 
 
-def test_an_unreachable_endpoint_is_one_line_and_the_chat_goes_on(harbor: Path) -> None:
-    import socket
+def test_an_unreachable_endpoint_is_one_line_and_the_chat_goes_on(
+    harbor: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
 
+    async def no_sleep(seconds: float) -> None:  # the client's waits between retries, without waiting
+        waits.append(seconds)
+
+    monkeypatch.setattr(cli_story, "ModelClient", functools.partial(ModelClient, sleep=no_sleep))
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -170,4 +167,15 @@ def test_an_unreachable_endpoint_is_one_line_and_the_chat_goes_on(harbor: Path) 
     result = gm("play", harbor, stdin="hello\n/help\n", env=env)
     assert result.returncode == 0
     assert "unavailable" in result.stderr and "Traceback" not in result.stderr
+    assert waits, "the connection error was not retried"
     assert "/roll NOTATION" in result.stdout  # the chat carried on to /help
+
+
+def test_the_installed_command_plays_piped_input(served: Any, harbor: Path) -> None:
+    model, env = served([reply("Fog hangs over the harbour.")])
+    result = installed_gm("play", harbor, stdin="I look around.\n/fly\n", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "Fog hangs over the harbour." in result.stdout
+    [line] = result.stderr.splitlines()  # one line, no traceback
+    assert line.startswith("error: there is no command /fly")
+    assert [r["messages"][-1]["content"] for r in model.requests if "tools" in r] == ["I look around."]

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from gm.referee import Outcome, RoundRoll, referee
+from gm.referee import Outcome, Refusal, RoundRoll, referee
 
 MARA_PICKS = RoundRoll(1, "check", "Mara", "lockpicking", "Partial success", "partial")
 JON_CLIMBS = RoundRoll(2, "check", "Jon", "climb", "Failure", "failed")
 DAMAGE = RoundRoll(3, "dice")
 VOID = RoundRoll(4, "check", "Jon", "sneak", None, None, void=True)
 CRITICAL = RoundRoll(5, "check", "Mara", "climb", "Critical success", "succeeded")
+PLAYERS = RoundRoll(6, "player", "Mara")  # a /roll: told to the game master as a fact, settling nothing
 CAST = ["Mara", "Jon", "The Warden"]
 TEXT = "The lock gives, slowly, and the corridor beyond is dark."
 
 
 def reasons(rolls: list[RoundRoll], outcomes: list[Outcome], narration: str = TEXT) -> list[str]:
     return [refusal.reason for refusal in referee(rolls, outcomes, narration, CAST)]
+
+
+def refused(rolls: list[RoundRoll], outcomes: list[Outcome], narration: str = TEXT) -> list[Refusal]:
+    return referee(rolls, outcomes, narration, CAST)
 
 
 def test_an_honest_ending_stands() -> None:
@@ -28,51 +33,96 @@ def test_a_round_without_rolls_may_have_any_outcomes() -> None:
 
 
 def test_the_opposite_result_is_refused_naming_roll_and_character() -> None:
-    [reason] = reasons([MARA_PICKS], [Outcome("Mara", "succeeded", 1)])
-    assert "roll 1" in reason and "Mara" in reason and "'partial'" in reason and "'succeeded'" in reason
+    assert refused([MARA_PICKS], [Outcome("Mara", "succeeded", 1)]) == [
+        Refusal(
+            "roll 1 for Mara came out 'partial' (Partial success), but the outcome says 'succeeded'; the dice decide",
+            1,
+            "Mara",
+        )
+    ]
 
 
 def test_critical_does_not_change_the_result() -> None:
     assert reasons([CRITICAL], [Outcome("Mara", "succeeded", 5)]) == []
-    assert reasons([CRITICAL], [Outcome("Mara", "partial", 5)])
+    assert reasons([CRITICAL], [Outcome("Mara", "partial", 5)]) == [
+        "roll 5 for Mara came out 'succeeded' (Critical success), but the outcome says 'partial'; the dice decide"
+    ]
 
 
 def test_one_roll_named_twice() -> None:
-    refused = reasons([MARA_PICKS], [Outcome("Mara", "partial", 1), Outcome("Mara", "partial", 1)])
-    assert any("named by outcomes 1 and 2" in reason for reason in refused)
+    assert refused([MARA_PICKS], [Outcome("Mara", "partial", 1), Outcome("Mara", "partial", 1)]) == [
+        Refusal("roll 1 is named by outcomes 1 and 2; each roll settles one outcome", 1, "Mara")
+    ]
 
 
 def test_a_rolled_for_character_whose_outcome_ignores_the_roll() -> None:
-    [reason] = reasons([MARA_PICKS], [Outcome("Mara", "succeeded")])
-    assert "Mara was rolled for" in reason and "roll 1" in reason
+    assert refused([MARA_PICKS], [Outcome("Mara", "succeeded")]) == [
+        Refusal(
+            "Mara was rolled for, but Mara's outcome does not name roll 1 (lockpicking for Mara: 'partial')", 1, "Mara"
+        )
+    ]
 
 
 def test_a_roll_that_serves_no_outcome() -> None:
-    [reason] = reasons([MARA_PICKS, JON_CLIMBS], [Outcome("Mara", "partial", 1)])
-    assert "roll 2" in reason and "serves no outcome" in reason and "Jon" in reason
+    assert refused([MARA_PICKS, JON_CLIMBS], [Outcome("Mara", "partial", 1)]) == [
+        Refusal(
+            "roll 2 (climb for Jon: 'failed') serves no outcome; add an outcome for Jon that names roll 2", 2, "Jon"
+        )
+    ]
 
 
 def test_an_unknown_roll_id() -> None:
-    refused = reasons([MARA_PICKS], [Outcome("Mara", "partial", 1), Outcome("Jon", "failed", 99)])
-    assert any("roll 99" in reason and "not rolled this round" in reason for reason in refused)
+    assert refused([MARA_PICKS], [Outcome("Mara", "partial", 1), Outcome("Jon", "failed", 99)]) == [
+        Refusal(
+            "outcome 2 names roll 99, which was not rolled this round; name a roll that roll_check returned", 99, "Jon"
+        )
+    ]
 
 
 def test_a_roll_named_for_the_wrong_character() -> None:
-    refused = reasons([MARA_PICKS, JON_CLIMBS], [Outcome("Jon", "partial", 1), Outcome("Mara", "failed", 2)])
-    assert any("roll 1 was rolled for Mara, not Jon" in reason for reason in refused)
-    assert any("roll 2 was rolled for Jon, not Mara" in reason for reason in refused)
+    # both rolls are named, so neither also "serves no outcome"
+    assert refused([MARA_PICKS, JON_CLIMBS], [Outcome("Jon", "partial", 1), Outcome("Mara", "failed", 2)]) == [
+        Refusal("roll 1 was rolled for Mara, not Jon; name it in Mara's outcome", 1, "Jon"),
+        Refusal("roll 2 was rolled for Jon, not Mara; name it in Jon's outcome", 2, "Mara"),
+    ]
 
 
 def test_an_unknown_character() -> None:
-    [reason] = reasons([], [Outcome("Gandalf", "succeeded")])
-    assert "'Gandalf'" in reason and "Mara" in reason
+    assert refused([], [Outcome("Gandalf", "succeeded")]) == [
+        Refusal(
+            "outcome 1 names 'Gandalf', who is not in this story; the characters are Jon, Mara, The Warden",
+            None,
+            "Gandalf",
+        )
+    ]
 
 
 def test_plain_dice_and_void_rolls_settle_nothing() -> None:
-    assert any("plain dice" in reason for reason in reasons([DAMAGE], [Outcome("Mara", "succeeded", 3)]))
-    assert any("void" in reason for reason in reasons([VOID], [Outcome("Jon", "failed", 4)]))
+    assert refused([DAMAGE], [Outcome("Mara", "succeeded", 3)]) == [
+        Refusal(
+            "roll 3 is plain dice, not a check, so it cannot settle an outcome; leave 'roll' out of Mara's outcome",
+            3,
+            "Mara",
+        )
+    ]
+    assert refused([VOID], [Outcome("Jon", "failed", 4)]) == [
+        Refusal("roll 4 for Jon was void (no band holds its value), so it settles nothing; leave 'roll' out", 4, "Jon")
+    ]
     # neither needs an outcome of its own
     assert reasons([DAMAGE, VOID], [Outcome("Jon", "failed")]) == []
+
+
+def test_a_players_roll_settles_no_outcome_and_needs_none() -> None:
+    assert refused([PLAYERS], [Outcome("Mara", "succeeded", 6)]) == [
+        Refusal(
+            "roll 6 is a player's roll, not a check, so it cannot settle an outcome; "
+            "leave 'roll' out of Mara's outcome",
+            6,
+            "Mara",
+        )
+    ]
+    assert refused([PLAYERS], [Outcome("Mara", "succeeded")]) == []
+    assert refused([PLAYERS], []) == []
 
 
 def test_character_names_match_ignoring_case() -> None:
@@ -81,11 +131,13 @@ def test_character_names_match_ignoring_case() -> None:
 
 def test_narration_showing_a_roll_id_or_tool_json_is_refused() -> None:
     outcomes = [Outcome("Mara", "partial", 1)]
-    assert any("roll id 1" in r for r in reasons([MARA_PICKS], outcomes, "As roll 1 showed, the lock gives."))
-    assert any("roll id 1" in r for r in reasons([MARA_PICKS], outcomes, "The lock gives (roll #1)."))
+    shows_id = Refusal("the narration shows the player roll id 1; ids are for outcomes, not for the story", 1, "Mara")
+    shows_json = Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out")
+    assert refused([MARA_PICKS], outcomes, "As roll 1 showed, the lock gives.") == [shows_id]
+    assert refused([MARA_PICKS], outcomes, "The lock gives (roll #1).") == [shows_id]
     json_text = 'The lock gives. {"roll": 1, "band": "Partial success"}'
-    assert any("raw tool data" in r for r in reasons([MARA_PICKS], outcomes, json_text))
-    assert any("raw tool data" in r for r in reasons([MARA_PICKS], outcomes, "Then roll_check(lockpicking) again."))
+    assert refused([MARA_PICKS], outcomes, json_text) == [shows_json]
+    assert refused([MARA_PICKS], outcomes, "Then roll_check(lockpicking) again.") == [shows_json]
 
 
 def test_ordinary_prose_about_rolling_is_fine() -> None:

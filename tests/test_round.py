@@ -1,4 +1,5 @@
-"""End-to-end rounds: the real openai client over HTTP against fake models, on SQLite and PostgreSQL.
+"""Rounds against fake models, on SQLite and PostgreSQL: in process, and end to end over HTTP where a
+test says `transport="http"` (the real openai client; retries and raw answers need it).
 
 The harbour world's `attempt` check is 1d20 + skill over a target; Mara's skill is 3. With the
 target 12, a face of 11 reads 11 + 3 - 12 = 2: "Partial success"; a face of 20 reads 11:
@@ -15,11 +16,12 @@ from typing import Any
 import pytest
 from rounds import last_tool_result, narrate_roll, roll_mara, table, tool_results
 
+from gm import dice
 from gm.errors import RoundFailed, StoryBusy
 from gm.public import OutcomePublic, RoundPublic
-from gm.round import RoundSettings
+from gm.round import PlayerRoll, RoundSettings
 from gm.store import Attempt, RollRecord, Store
-from gm.testing import call, calls, http_error, length, raw, reply, slow, tool_call
+from gm.testing import call, calls, http_error, length, raw, reply, tool_call
 
 
 def run(coroutine: Any) -> Any:
@@ -42,7 +44,7 @@ def attempts(store: Store) -> list[Attempt]:
 
 def test_an_honest_round_is_stored_with_its_rolls_and_remembered(store: Store, harbor: Path) -> None:
     async def play() -> Any:
-        async with table(store, [roll_mara(), narrate_roll()], faces=[11]) as t:
+        async with table(store, [roll_mara(), narrate_roll()], faces=[11], transport="http") as t:
             story = t.game.start_story(harbor)
             result = await t.game.play(story, "I pick the lock.")
             await t.game.settle()
@@ -74,7 +76,7 @@ def test_an_honest_round_is_stored_with_its_rolls_and_remembered(store: Store, h
 
 def test_a_round_without_a_roll_can_end_in_plain_text(store: Store, harbor: Path) -> None:
     async def play() -> Any:
-        async with table(store, [reply("The harbour smells of tar and rain.")]) as t:
+        async with table(store, [reply("The harbour smells of tar and rain.")], transport="http") as t:
             story = t.game.start_story(harbor)
             return story, await t.game.play(story, "I look around.")
 
@@ -241,7 +243,7 @@ def test_arguments_sent_as_an_object_are_accepted(store: Store, harbor: Path) ->
         )
 
     async def play() -> Any:
-        async with table(store, [roll_mara(), answer_with_object], faces=[11]) as t:
+        async with table(store, [roll_mara(), answer_with_object], faces=[11], transport="http") as t:
             story = t.game.start_story(harbor)
             return await t.game.play(story, "I pick the lock.")
 
@@ -258,6 +260,42 @@ def test_asking_for_the_same_roll_again_returns_the_first(store: Store, harbor: 
     first, second = last_tool_result(t.master.requests[1]), last_tool_result(t.master.requests[2])
     assert first["roll"] == second["roll"] and second["band"] == "Partial success"
     assert len(stored_rolls(store)) == 1 and [roll.id for roll in result.rolls] == [first["roll"]]
+
+
+def test_a_players_roll_named_as_an_outcomes_roll_is_refused(store: Store, harbor: Path) -> None:
+    """A player's /roll is told to the game master as a fact; it is not a check, so it settles no outcome."""
+    stored: list[dict[str, Any]] = []
+
+    def outcome_naming(roll: bool) -> Any:
+        def step(request: dict[str, Any]) -> Any:
+            outcome = {"character": "Mara", "result": "succeeded", **({"roll": stored[0]["id"]} if roll else {})}
+            return call("narrate", {"narration": "The lock gives.", "outcomes": [outcome]})
+
+        return step
+
+    async def play() -> Any:
+        async with table(store, [outcome_naming(roll=True), outcome_naming(roll=False)], faces=[4, 4]) as t:
+            story = t.game.start_story(harbor)
+            result = await t.game.play(
+                story,
+                "I pick the lock.",
+                player_roll=PlayerRoll(dice.parse("2d6+1"), "pick the lock"),
+                events=lambda kind, data: stored.append(data) if kind == "roll" else None,
+            )
+            return t, result
+
+    t, result = run(play())
+    [roll] = result.rolls
+    assert (roll.id, roll.kind, roll.character, roll.total) == (stored[0]["id"], "player", "Mara", 9)
+    assert "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1" in t.master.requests[0]["messages"][-1]["content"]
+    refusal = (
+        f"narrate was refused: (1) roll {roll.id} is a player's roll, not a check, so it cannot settle an "
+        "outcome; leave 'roll' out of Mara's outcome. Call narrate again."
+    )
+    assert result.refusals == [refusal]
+    assert last_tool_result(t.master.requests[1]) == {"error": refusal}  # the model was told why
+    assert result.outcomes == [OutcomePublic(character="Mara", result="succeeded", roll=None)]
+    assert result.narration == "The lock gives." and result.model_calls == 2
 
 
 def test_regenerating_keeps_the_rolls(store: Store, harbor: Path) -> None:
@@ -288,7 +326,7 @@ def test_transport_errors_are_retried_honouring_retry_after(store: Store, harbor
     ]
 
     async def play() -> Any:
-        async with table(store, script) as t:
+        async with table(store, script, transport="http") as t:
             story = t.game.start_story(harbor)
             return t, story, await t.game.play(story, "I wait.")
 
@@ -344,12 +382,20 @@ def test_model_calls_per_round_are_bounded(store: Store, harbor: Path) -> None:
 
 def test_a_second_round_of_the_same_story_at_once_is_refused(store: Store, harbor: Path) -> None:
     async def play() -> Any:
-        async with table(store, [slow(reply("Slowly, the fog lifts."), 1.0)]) as t:
+        asked, answer = asyncio.Event(), asyncio.Event()
+
+        async def held(request: dict[str, Any]) -> Any:
+            asked.set()  # the first round holds the story's lease while it waits for the model
+            await answer.wait()
+            return reply("Slowly, the fog lifts.")
+
+        async with table(store, [held]) as t:
             story = t.game.start_story(harbor)
             first = asyncio.create_task(t.game.play(story, "I wait."))
-            await asyncio.sleep(0.3)
+            await asked.wait()
             with pytest.raises(StoryBusy, match="being played"):
                 await t.game.play(story, "I shout.")
+            answer.set()
             return story, await first
 
     story, first = run(play())
@@ -360,7 +406,7 @@ def test_memory_that_fails_is_written_after_a_later_round(store: Store, harbor: 
     memory = [http_error(400, "bad"), reply("Round one, remembered late."), reply("Round two.")]
 
     async def play() -> Any:
-        async with table(store, [reply("One."), reply("Two.")], memory) as t:
+        async with table(store, [reply("One."), reply("Two.")], memory, transport="http") as t:
             story = t.game.start_story(harbor)
             await t.game.play(story, "first")
             await t.game.settle()

@@ -1,4 +1,4 @@
-"""Helpers for web tests: the app around a Game whose model is a fake, served by TestClient."""
+"""Helpers for web tests: the app around a Game whose model is a fake (in process or over HTTP), in TestClient."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from rounds import fake
+from rounds import Transport, fake, function_model
 
 from gm import dice
 from gm.game import Game
 from gm.model import ModelClient, ModelSettings
 from gm.store import Store
-from gm.testing import FakeModel, Script, reply
+from gm.testing import FakeModel, FunctionModel, Script, reply
 from gm.web.app import create_app
 
 
@@ -33,12 +33,26 @@ def keeper_too(script: list[Any]) -> Any:
 
 @contextmanager
 def served_app(
-    store: Store, worlds: Path, script: Script, *, api_token: str | None = None, faces: list[int] | None = None
-) -> Iterator[tuple[TestClient, FakeModel]]:
-    model = fake(keeper_too(script) if isinstance(script, list) else script).start()
+    store: Store,
+    worlds: Path,
+    script: Script,
+    *,
+    api_token: str | None = None,
+    faces: list[int] | None = None,
+    transport: Transport = "function",
+) -> Iterator[tuple[TestClient, FakeModel | FunctionModel]]:
+    answers = keeper_too(script) if isinstance(script, list) else script
+    source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(3)
+    if transport == "function":
+        in_process = function_model(answers)
+        app = create_app(Game(in_process, store, source=source), worlds, api_token=api_token, editor=False)
+        with TestClient(app) as client:
+            yield client, in_process
+        assert in_process.failures == [], in_process.failures
+        return
+    model = fake(answers).start()
     try:
         client_model = ModelClient(ModelSettings(model.base_url, "k", model.model))
-        source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(3)
         game = Game(client_model, store, source=source)
         app = create_app(game, worlds, api_token=api_token, editor=False)
         with TestClient(app) as client:
