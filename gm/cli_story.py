@@ -100,11 +100,12 @@ def add_judge_argument(parser: argparse.ArgumentParser) -> None:
 
 def choose_judge(arguments: argparse.Namespace, master: ChatModel) -> ChatModel | None:
     """The judge's own model where one is configured (--judge MODEL, GM_JUDGE_*); None to use the game master's."""
-    if not isinstance(master, ModelClient):
+    endpoint = getattr(master, "settings", None)
+    if not isinstance(endpoint, ModelSettings):
         return None  # the rehearsal plays its own judge
     named = None if arguments.judge in (None, "off") else arguments.judge
-    settings = judge_settings(master.settings, named)
-    return None if settings == master.settings else ModelClient(settings)
+    settings = judge_settings(endpoint, named)
+    return None if settings == endpoint else ModelClient(settings)
 
 
 def run_stories(arguments: argparse.Namespace) -> int:

@@ -97,6 +97,42 @@ def read_player_turn(content: str) -> PlayerTurn:
     return PlayerTurn("\n".join(words).strip(), tuple(facts))
 
 
+@dataclass(frozen=True, slots=True)
+class CheckFact:
+    """A check roll this round already has (it is played again): told with its band, never its number."""
+
+    roll: int
+    check: str
+    character: str
+    band: str
+    result: str
+    critical: bool = False
+
+
+_CHECK_FACT = re.compile(
+    r"this round was already rolled: roll (\d+), (.+) for (.+), came out (.+) \((\w+)(, critical)?\); "
+    r"tell it again with an outcome naming roll \d+"
+)
+
+
+def check_fact_text(fact: CheckFact) -> str:
+    """A check roll this round already has, as a fact for the game master."""
+    critical = ", critical" if fact.critical else ""
+    return (
+        f"this round was already rolled: roll {fact.roll}, {fact.check} for {fact.character}, came out "
+        f"{fact.band} ({fact.result}{critical}); tell it again with an outcome naming roll {fact.roll}"
+    )
+
+
+def read_check_fact(fact: str) -> CheckFact | None:
+    """The roll back from a fact written by `check_fact_text`, or None for any other fact."""
+    found = _CHECK_FACT.fullmatch(fact)
+    if found is None:
+        return None
+    roll, check, character, band, result, critical = found.groups()
+    return CheckFact(int(roll), check, character, band, result, critical is not None)
+
+
 def engine_message(reason: str) -> dict[str, Any]:
     """The engine's note to the game master, such as why its plain answer could not end the round."""
     return {"role": "user", "content": f"{ENGINE_MARK} {reason}"}

@@ -52,6 +52,7 @@ from gm.prompt import (
     KeeperRound,
     cap,
     engine_note,
+    read_check_fact,
     read_fold,
     read_judge_request,
     read_keeper_round,
@@ -164,6 +165,14 @@ class RehearsalModel:
     ) -> tuple[str | None, list[ToolCall]]:
         """The round's first answer: the facts told, a check rolled, or plain text saying nothing needed a roll."""
         said = _lead(_safe(_first_sentence(speech)))
+        replayed = [rolled for fact in facts if (rolled := read_check_fact(fact)) is not None]
+        if replayed:  # a round played again: tell its check rolls again, as they came out
+            results = [
+                {"roll": r.roll, "check": r.check, "character": r.character, "band": r.band, "result": r.result}
+                | ({"critical": True} if r.critical else {})
+                for r in replayed
+            ]
+            return None, [self._call("narrate", self._narrate(speech, results))]
         if facts:
             told = " ".join(_safe(fact.rstrip(".")) + "." for fact in facts)
             return f"{MARK} {said}The player's own dice decide it: {told} Nothing else needed a roll.", []

@@ -180,7 +180,7 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
         return stored
 
     tools = RoundTools(world, story.id, attempt.id, number, write_roll, opening.source, earlier)
-    facts = [*opening.facts, *tools.replay_player_rolls()]
+    facts = [*opening.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
     if opening.player_roll is not None:
         facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
     messages = game_master_messages(world, recall(store, story, number), PlayerTurn(player_text, tuple(facts)))

@@ -20,6 +20,7 @@ from gm import dice
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
 from gm.problems import describe
+from gm.prompt import CheckFact, check_fact_text
 from gm.referee import Outcome, RoundRoll, referee
 from gm.rules import CheckRollError, band_for, read_value
 from gm.store import RollRecord
@@ -224,6 +225,13 @@ class RoundTools:
         self.rolls.extend(replayed)
         return [player_fact(record) for record in replayed]
 
+    def replay_check_rolls(self) -> list[str]:
+        """When a round is played again, its check rolls are in play from the start: the new telling must
+        serve each with an outcome (and is judged on it), so each is given as a fact with its band."""
+        replayed = [record for record in self.earlier if record.kind == "check" and not record.void]
+        self.rolls.extend(replayed)
+        return [check_fact(record, self.world) for record in replayed]
+
     def narrate(self, arguments: dict[str, Any]) -> ToolReply:
         outcomes = tuple(
             Outcome(str(item["character"]), item["result"], item.get("roll")) for item in arguments["outcomes"]
@@ -243,6 +251,15 @@ def player_fact(record: RollRecord) -> str:
     rolled = dice.roll(record.notation, dice.GivenFaces(faces))  # the same roll again, from its stored faces
     purpose = f" for '{record.reason}'" if record.reason else ""
     return f"{record.character} rolled {record.notation}{purpose}: {sum_line(rolled)}"
+
+
+def check_fact(record: RollRecord, world: World) -> str:
+    """An earlier check roll of this round in words, with its band but never its number."""
+    key = str(record.check_key)
+    name = world.rules[key].name if world.rules is not None and key in world.rules else key
+    assert record.id is not None
+    rolled = CheckFact(record.id, name, str(record.character), str(record.band), str(record.result), record.critical)
+    return check_fact_text(rolled)
 
 
 def round_roll(record: RollRecord) -> RoundRoll:

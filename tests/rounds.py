@@ -1,4 +1,4 @@
-"""Helpers for round tests: a Game wired to two fake models (game master, memory keeper).
+"""Helpers for round tests: a Game wired to three fake models (game master, judge, memory keeper).
 
 By default the fakes are in process (`FunctionModel`); `transport="http"` serves them over HTTP
 to the real model client instead (`FakeModel`), for the end-to-end tests that keep it.
@@ -18,7 +18,7 @@ from gm.game import Game
 from gm.model import ModelClient, ModelSettings
 from gm.round import RoundSettings
 from gm.store import Store
-from gm.testing import FakeModel, FunctionModel, Script, Step, call, reply
+from gm.testing import FakeModel, FunctionModel, Script, Step, call, honest_judge, reply
 
 SCHEMAS = Path(__file__).parent / "openai"
 Transport = Literal["function", "http"]
@@ -42,11 +42,12 @@ def function_model(script: Script) -> FunctionModel:
 
 @dataclass
 class Table:
-    """A game, its two fakes, and the waits the model client was asked to sleep (over HTTP)."""
+    """A game, its three fakes, and the waits the model client was asked to sleep (over HTTP)."""
 
     game: Game
     master: FakeModel | FunctionModel
     keeper: FakeModel | FunctionModel
+    judge: FakeModel | FunctionModel
     waits: list[float] = field(default_factory=list)
 
 
@@ -59,18 +60,20 @@ async def table(
     faces: list[int] | None = None,
     settings: RoundSettings | None = None,
     transport: Transport = "function",
+    judge: Script = honest_judge,
 ) -> AsyncIterator[Table]:
     """A Game on `store` whose game master follows `script`; the memory keeper answers `memory`
-    (by default, a summary for every request). `faces` are the dice faces rolled, in order.
-    Leaving the block normally waits for the memory keeper and checks that neither fake failed."""
+    (by default, a summary for every request) and the judge `judge` (by default, honestly).
+    `faces` are the dice faces rolled, in order. Leaving the block normally waits for the memory
+    keeper and checks that no fake failed."""
     keeper_script = memory if memory is not None else (lambda request: reply("Mara worked the lock."))
     source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(1)
     if transport == "function":
-        master, keeper = function_model(script), function_model(keeper_script)
-        game = Game(master, store, memory_model=keeper, settings=settings, source=source)
-        yield Table(game, master, keeper)
+        master, keeper, judging = function_model(script), function_model(keeper_script), function_model(judge)
+        game = Game(master, store, memory_model=keeper, judge_model=judging, settings=settings, source=source)
+        yield Table(game, master, keeper, judging)
         await game.settle()
-        assert master.failures == keeper.failures == [], (master.failures, keeper.failures)
+        assert master.failures == keeper.failures == judging.failures == [], (master.failures, keeper.failures)
         return
     waits: list[float] = []
 
@@ -79,16 +82,21 @@ async def table(
 
     served = fake(script).start()
     keeping = fake(keeper_script).start()
+    judged = fake(judge).start()
     try:
         gm_client = ModelClient(ModelSettings(served.base_url, "test-key", served.model), sleep=no_sleep)
         memory_client = ModelClient(ModelSettings(keeping.base_url, "test-key", keeping.model), sleep=no_sleep)
-        game = Game(gm_client, store, memory_model=memory_client, settings=settings, source=source)
-        yield Table(game, served, keeping, waits)
+        judge_client = ModelClient(ModelSettings(judged.base_url, "test-key", judged.model), sleep=no_sleep)
+        game = Game(
+            gm_client, store, memory_model=memory_client, judge_model=judge_client, settings=settings, source=source
+        )
+        yield Table(game, served, keeping, judged, waits)
         await game.settle()
         assert served.failures == keeping.failures == [], (served.failures, keeping.failures)
     finally:
         served.close()
         keeping.close()
+        judged.close()
 
 
 def last_tool_result(request: dict[str, Any]) -> dict[str, Any]:

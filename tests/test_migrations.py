@@ -23,7 +23,8 @@ from sqlmodel import SQLModel
 from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
 
-HEAD = "story_token"
+HEAD = "judge"
+COLUMNS_AFTER_STORY_TOKEN = [("rounds", "judgement"), ("model_calls", "structured")]  # added by later revisions
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """
@@ -71,7 +72,7 @@ def test_the_newest_revision_is_the_head() -> None:
     """A new revision must move HEAD here; a branch (two heads) would fail too."""
     script = ScriptDirectory(str(FOLDER))
     assert script.get_heads() == [HEAD]
-    assert [revision.revision for revision in script.walk_revisions()] == [HEAD, INITIAL]
+    assert [revision.revision for revision in script.walk_revisions()] == [HEAD, "story_token", INITIAL]
 
 
 def test_a_database_at_initial_opens_upgraded(database_url: str, engine: Engine) -> None:
@@ -110,6 +111,8 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     plus stories.token_hash once the story API came (one commit made that column with create_all)."""
     SQLModel.metadata.create_all(engine)
     with engine.begin() as connection:
+        for table, column in COLUMNS_AFTER_STORY_TOKEN:  # create_all makes today's tables
+            connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         if made_by == "before the story API":
             connection.execute(text("ALTER TABLE stories DROP COLUMN token_hash"))
         connection.execute(text(OLD_STORY))

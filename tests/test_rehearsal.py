@@ -140,7 +140,10 @@ def test_a_lock_picking_text_rolls_lockpicking_through_the_tools_and_narrates_it
     assert result.narration.startswith("(rehearsal)")
     assert "Lockpicking: Partial success (partial)" in result.narration
     assert result.outcomes == [OutcomePublic(character="Mara", result="partial", roll=roll.id)]
-    assert result.refusals == [] and result.model_calls == 2  # the referee accepted narrate the first time
+    assert result.refusals == [] and result.model_calls == 3  # narrate accepted the first time, and judged once
+    assert result.judge is not None and [(v.character, v.told_as) for v in result.judge.verdicts] == [
+        ("Mara", "partial")
+    ]  # the rehearsal's judge read its own narration
     [record] = store.rounds(story)
     assert RoundPublic.from_record(record, load_world(bay)).rolls == result.rolls and record.refusals == []
 
@@ -248,7 +251,7 @@ def test_the_memory_keeper_writes_rehearsal_summaries(store: Store, bay: Path) -
     [memory] = store.memories(story)
     assert memory.summary == "(rehearsal) I pick the lock of the harbour office. Outcomes: Mara: partial."
     calls = store.model_calls(story)
-    assert [call.purpose for call in calls] == ["game_master", "game_master", "memory"]
+    assert [call.purpose for call in calls] == ["game_master", "game_master", "judge", "memory"]
     assert all(call.estimated and call.http_attempts == 1 and call.prompt_tokens > 0 for call in calls)
 
 

@@ -61,7 +61,7 @@ def test_an_honest_round_is_stored_with_its_rolls_and_remembered(store: Store, h
         "partial",
     )
     assert result.outcomes == [OutcomePublic(character="Mara", result="partial", roll=roll.id)]
-    assert result.refusals == [] and result.model_calls == 2
+    assert result.refusals == [] and result.model_calls == 3  # two of the game master's, one of the judge's
     # the model learned the band, never the number
     tool_json = json.dumps(tool_results(t.master.requests[1]))
     assert "Partial success" in tool_json and '"total"' not in tool_json and "11" not in tool_json
@@ -71,7 +71,7 @@ def test_an_honest_round_is_stored_with_its_rolls_and_remembered(store: Store, h
     assert memory.rolls == record.rolls  # copied from the database, not from the keeper's words
     assert memory.summary == "Mara worked the lock."
     purposes = [call_.purpose for call_ in store.model_calls(story)]
-    assert purposes == ["game_master", "game_master", "memory"]
+    assert purposes == ["game_master", "game_master", "judge", "memory"]
 
 
 def test_a_round_without_a_roll_can_end_in_plain_text(store: Store, harbor: Path) -> None:

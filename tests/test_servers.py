@@ -26,7 +26,7 @@ import pytest
 from conftest import POSTGRES_URL
 from rounds import fake, narrate_roll
 
-from gm.testing import FakeModel, Request, Step, call, reply, slow
+from gm.testing import FakeModel, Request, Step, call, honest_judge, is_judge_request, reply, slow
 
 pytestmark = pytest.mark.skipif(
     not POSTGRES_URL, reason="two gm serve processes share a PostgreSQL database: set GM_TEST_POSTGRES_URL"
@@ -43,7 +43,10 @@ BUSY = "another round of this story is being played right now; try again when it
 
 
 def game_master(request: Request) -> Step:
-    """The fake's script: the memory keeper (no tools) summarises; the game master answers by the player's text."""
+    """The fake's script: the judge judges honestly, the memory keeper (no tools) summarises, and the game
+    master answers by the player's text."""
+    if is_judge_request(request):
+        return honest_judge(request)
     if "tools" not in request:
         return reply(SUMMARY)
     last = request["messages"][-1]

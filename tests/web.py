@@ -14,15 +14,18 @@ from gm import dice
 from gm.game import Game
 from gm.model import ModelClient, ModelSettings
 from gm.store import Store
-from gm.testing import FakeModel, FunctionModel, Script, reply
+from gm.testing import FakeModel, FunctionModel, Script, honest_judge, is_judge_request, reply
 from gm.web.app import create_app
 
 
 def keeper_too(script: list[Any]) -> Any:
-    """One fake for both roles: game-master requests (with tools) take the next step; the keeper summarises."""
+    """One fake for every role: game-master requests (with tools) take the next step, the judge judges
+    honestly, and the keeper summarises."""
     queue = list(script)
 
     def answer(request: dict[str, Any]) -> Any:
+        if is_judge_request(request):
+            return honest_judge(request)
         if "tools" not in request:
             return reply("Something memorable happened.")
         step = queue.pop(0)

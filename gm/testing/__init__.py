@@ -38,6 +38,10 @@ may also be `async def`, so a test can hold an answer until it is ready. It play
 `FakeModel`. Where `FakeModel` answers with an error status, it raises `ScriptError` (an
 AssertionError, which the engine does not catch), also recorded in `failures`.
 
+A fake judge (see `gm.judge`): `honest_judge` reads every outcome as told as its roll came out;
+`judge_answer(("Mara", "succeeded", "the lock gives"), ...)` gives chosen verdicts. Both answer as
+the forced tool call when the request offers the judge's tool, else as JSON text.
+
 >>> with fake_model([reply("Hello.")]) as fake:
 ...     answer = fake.client().chat.completions.create(model=fake.model, messages=[{"role": "user", "content": "Hi"}])
 >>> answer.choices[0].message.content
@@ -48,6 +52,7 @@ AssertionError, which the engine does not catch), also recorded in `failures`.
 """
 
 from gm.testing.function import FunctionModel, ScriptError
+from gm.testing.judging import honest_judge, is_judge_request, judge_answer
 from gm.testing.script import (
     Answer,
     AnyScript,
@@ -96,7 +101,10 @@ __all__ = [
     "calls",
     "estimate_tokens",
     "fake_model",
+    "honest_judge",
     "http_error",
+    "is_judge_request",
+    "judge_answer",
     "length",
     "raw",
     "reply",
