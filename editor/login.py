@@ -64,9 +64,18 @@ def login_page(
     request: Request, status: int, message: str | None, next_path: str, *, alarm: bool = True
 ) -> HTMLResponse:
     """The login form, with a message above it: in red (`alarm`) when something went wrong."""
+    lasts = lasting(login_of(request).lifetime)
     return editor_of(request).page(
-        request, "login.html", status, message=message, alarm=alarm, next=safe_next(next_path)
+        request, "login.html", status, message=message, alarm=alarm, next=safe_next(next_path), lasts=lasts
     )
+
+
+def lasting(seconds: int) -> str:
+    """How long a session lasts, in words: `lasting(43200)` is '12 hours', `lasting(90)` '1 minute'."""
+    hours, minutes = seconds // 3600, seconds // 60
+    if hours:
+        return f"{hours} hour{'s' * (hours != 1)}"
+    return f"{minutes} minute{'s' * (minutes != 1)}" if minutes else f"{seconds} seconds"
 
 
 class LoginMiddleware:

@@ -122,6 +122,13 @@ def test_gm_edit_beyond_loopback_refuses_the_editor_without_a_login(
 def test_static_files_and_the_login_page_need_no_login(client: TestClient) -> None:
     for path in ["/static/editor.css", "/static/editor.js", "/static/favicon.svg", "/login"]:
         assert client.get(path).status_code == 200, path
+    assert "stays logged in here for 12 hours" in client.get("/login").text
+
+
+def test_the_login_page_says_how_long_a_session_lasts(worlds: Path) -> None:
+    app = create_app(worlds, allowed_hosts=("*",), login=Login(TOKEN, lifetime=90))
+    with TestClient(app, base_url=REMOTE) as client:
+        assert "stays logged in here for 1 minute," in client.get("/login").text
 
 
 def test_the_library_refuses_an_editor_for_any_host_without_a_login(worlds: Path) -> None:
