@@ -75,7 +75,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _bad_request)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     app.add_middleware(GuardMiddleware)
-    if login is not None:  # outside the guard: a stranger's request is answered before its body is read
+    if login is not None:  # outside the guard: a stranger's request is answered before any route runs
         app.add_middleware(login_routes.LoginMiddleware, login=login)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(SecurityHeaders)

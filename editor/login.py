@@ -4,23 +4,26 @@
     POST /logout                end this browser's session
 
 Without a valid session every request but `/login` and `/static/...` gets the login page with a 401,
-and nothing behind it runs (a form posted after the session ended saves nothing; the browser's Back
-button still holds what was typed). The cookie is HttpOnly, SameSite=Strict, Secure when the request
-came over HTTPS, and scoped to the path the editor is mounted at.
+and nothing behind it runs. A form the author posted after their session ended (it carries this
+process's form token, which only the editor's own pages hand out) is not lost: the login page keeps
+it, and once logged in a button sends it again, as it was. The cookie is HttpOnly, SameSite=Strict,
+Secure when the request came over HTTPS, and scoped to the path the editor is mounted at.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import secrets
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .pages import editor_of, posted_form
-from .security import SAFE_METHODS
+from .pages import MAX_FORM_FIELDS, Editor, editor_of, posted_form
+from .security import CSRF_FIELD, MAX_BODY_BYTES, SAFE_METHODS
 from .sessions import Login, client_key
 
 COOKIE = "gm_editor_session"
@@ -61,13 +64,67 @@ def has_session(headers: Headers, login: Login) -> bool:
 
 
 def login_page(
-    request: Request, status: int, message: str | None, next_path: str, *, alarm: bool = True
+    request: Request,
+    status: int,
+    message: str | None,
+    next_path: str,
+    *,
+    alarm: bool = True,
+    carry: str | None = None,
 ) -> HTMLResponse:
-    """The login form, with a message above it: in red (`alarm`) when something went wrong."""
+    """The login form, with a message above it (in red when `alarm`) and the form to send again, if any."""
     lasts = lasting(login_of(request).lifetime)
     return editor_of(request).page(
-        request, "login.html", status, message=message, alarm=alarm, next=safe_next(next_path), lasts=lasts
+        request,
+        "login.html",
+        status,
+        message=message,
+        alarm=alarm,
+        next=safe_next(next_path),
+        lasts=lasts,
+        carry=carry,
     )
+
+
+def carried_fields(editor: Editor, body: str | None) -> list[tuple[str, str]] | None:
+    """The fields of a form posted while logged out, when it carries this process's form token; else None.
+
+    Only the editor's own pages hand that token out, so a form that has it was the author's own work:
+    the login keeps it to send again. Anything else a stranger posts is dropped unread.
+    """
+    if not body:
+        return None
+    try:
+        fields = parse_qsl(body, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+    except ValueError:
+        return None
+    tokens = [value for name, value in fields if name == CSRF_FIELD]
+    if len(tokens) != 1 or not secrets.compare_digest(tokens[0].encode(), editor.csrf.token.encode()):
+        return None
+    return fields
+
+
+async def posted_body(scope: Scope, receive: Receive) -> str | None:
+    """A URL-encoded form's body as text, if it is one and within the body limit; else None (unread if possible)."""
+    headers = Headers(scope=scope)
+    kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+    length = headers.get("content-length")
+    if kind != "application/x-www-form-urlencoded" or (length is not None and not length.isdigit()):
+        return None
+    if length is not None and int(length) > MAX_BODY_BYTES:
+        return None
+    body = bytearray()
+    while True:
+        message = await receive()
+        body.extend(message.get("body", b""))
+        if len(body) > MAX_BODY_BYTES or message["type"] == "http.disconnect":
+            return None
+        if not message.get("more_body", False):
+            break
+    try:
+        return body.decode("ascii")
+    except UnicodeDecodeError:
+        return None
 
 
 def lasting(seconds: int) -> str:
@@ -94,18 +151,20 @@ class LoginMiddleware:
         if path == "/login" or path.startswith(PUBLIC_PREFIXES) or has_session(headers, self.login):
             await self.app(scope, receive, send)
             return
+        request = Request(scope)
         expired = any(COOKIE in cookie for cookie in headers.getlist("cookie"))
         reading = scope["method"] in SAFE_METHODS
+        carry = None
         if reading:
             message = "Your login has ended; log in again." if expired else "Log in to use the world editor."
         else:
-            # The body is never read: whoever is not logged in cannot make the editor parse anything.
             ended = "your login has ended" if expired else "you are not logged in"
-            message = (
-                f"Nothing was changed: {ended}. Log in, then go back to your form (your browser keeps what you"
-                " typed) and send it again."
-            )
-        response = login_page(Request(scope), 401, message, path, alarm=expired or not reading)
+            message = f"Nothing was changed: {ended}. Log in to go on."
+            body = await posted_body(scope, receive) if path != "/logout" else None
+            if carried_fields(editor_of(request), body) is not None:
+                carry = body
+                message = f"Nothing was saved yet: {ended}. Log in, and you can send your form again as it was."
+        response = login_page(request, 401, message, path, alarm=expired or not reading, carry=carry)
         await response(scope, receive, send)
 
 
@@ -120,25 +179,30 @@ async def show_login(request: Request, next: str = "/") -> Response:
 async def log_in(request: Request) -> Response:
     login = login_of(request)
     form = await request.form(max_files=0, max_fields=10)
-    typed, next_path = form.get("token"), form.get("next")
+    typed, next_path, carry = form.get("token"), form.get("next"), form.get("carry")
     next_path = next_path if isinstance(next_path, str) else "/"
+    carry = carry if isinstance(carry, str) and carried_fields(editor_of(request), carry) is not None else None
     client = client_key(request.client.host if request.client else None)
     wait = login.failures.wait(client)
     if wait > 0:
         # Refused even when right: otherwise the limit would still tell a guesser which guess was right.
         seconds = math.ceil(wait)
         message = f"Too many wrong tokens from your address: try again in {seconds} second{'s' * (seconds != 1)}."
-        refused = login_page(request, 429, message, next_path)
+        refused = login_page(request, 429, message, next_path, carry=carry)
         refused.headers["retry-after"] = str(seconds)
         return refused
     if not isinstance(typed, str) or not typed.strip():
-        return login_page(request, 400, "Type the editor's token to log in.", next_path)
+        return login_page(request, 400, "Type the editor's token to log in.", next_path, carry=carry)
     if not login.matches(typed):
         login.failures.failed(client)
         message = "That is not the editor's token. It is GM_EDITOR_TOKEN, or the one printed when the editor started."
-        return login_page(request, 401, message, next_path)
+        return login_page(request, 401, message, next_path, carry=carry)
     login.failures.forget(client)
-    response = editor_of(request).redirect(request, safe_next(next_path))
+    response: Response = editor_of(request).redirect(request, safe_next(next_path))
+    fields = carried_fields(editor_of(request), carry)
+    if fields is not None:
+        # A button, not a script: the author sees that the form is about to be sent, and to where.
+        response = editor_of(request).page(request, "resend.html", fields=fields, next=safe_next(next_path))
     response.set_cookie(
         COOKIE,
         login.issue(),

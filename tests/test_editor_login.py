@@ -23,6 +23,7 @@ from gm.editor.sessions import FAILURE_WINDOW, FAILURES_ALLOWED, Login
 TOKEN = "the-editor-token-for-tests"
 REMOTE = "http://192.0.2.10:8765"  # a Host name another machine would use
 DICE = "/worlds/harbour-heist/dice"
+FORM = "application/x-www-form-urlencoded"
 
 
 class Clock:
@@ -93,16 +94,20 @@ def test_the_editor_refuses_another_host_without_a_login(
     client: TestClient, worlds: Path, method: str, path: str
 ) -> None:
     before = files(worlds)
-    # Even with the form's own token: that token is on every page, and a page is no login.
     csrf = client.app.state.editor.csrf.token  # type: ignore[attr-defined]
-    fields = {"csrf": csrf, "action": "save", "folder": "planted", "title": "Taken", "text": '{"checks": []}'}
-    answer = client.request(method, path, data=fields if method != "GET" and method != "HEAD" else None)
+    fields = {"action": "save", "folder": "planted", "title": "Taken", "text": '{"checks": []}'}
+    body = None if method in {"GET", "HEAD"} else fields
+    answer = client.request(method, path, data=body)
     assert answer.status_code == 401
     if method != "HEAD":
         assert 'name="token"' in answer.text and "Low Water at Greyquay" not in answer.text
         assert csrf not in answer.text  # the login page does not hand out the forms' token
+        assert 'name="carry"' not in answer.text and "Taken" not in answer.text  # a stranger's form is dropped
         assert "Traceback" not in answer.text
     assert COOKIE not in answer.headers.get("set-cookie", "")
+    if body is not None:
+        # Even with the forms' token (say, copied from a page seen before the session ended): no login, no write.
+        assert client.request(method, path, data={**fields, "csrf": csrf}).status_code == 401
     assert files(worlds) == before
 
 
@@ -201,8 +206,48 @@ def test_an_expired_cookie_is_refused(client: TestClient, clock: Clock) -> None:
     clock.now += 1
     page = client.get("/")
     assert page.status_code == 401 and "Your login has ended" in page.text
-    posted = submit(client, DICE, "save")
-    assert posted.status_code == 401 and "Nothing was changed: your login has ended" in posted.text
+    posted = client.post(DICE, data={"action": "save"})
+    assert posted.status_code == 401 and "Nothing was changed: your login has ended. Log in to go on." in posted.text
+
+
+def test_a_form_posted_after_the_session_ended_is_sent_again_after_the_login(
+    client: TestClient, worlds: Path, clock: Clock
+) -> None:
+    dice = worlds / "harbour-heist" / "dice.json"
+    before = dice.read_bytes()
+    log_in(client)
+    fields = {**form_of(client.get(DICE).text), "action": "save", "checks-0-use": "Two lines,\r\nkept & <escaped>."}
+    clock.now += 12 * 60 * 60
+    refused = post(client, DICE, fields)
+    assert refused.status_code == 401 and "Nothing was saved yet: your login has ended" in refused.text
+    assert dice.read_bytes() == before
+    login_form = form_of(refused.text)
+    assert login_form["next"] == DICE and login_form["carry"]
+    wrong = post(client, "/login", {**login_form, "token": "a-wrong-token"})
+    assert wrong.status_code == 401 and form_of(wrong.text)["carry"] == login_form["carry"]  # kept through a typo
+    again = post(client, "/login", {**login_form, "token": TOKEN})
+    assert again.status_code == 200 and "Send it again" in again.text
+    assert dice.read_bytes() == before  # not sent until the author says so
+    resent = form_of(again.text)
+    assert resent == fields
+    assert post(client, DICE, resent).status_code == 303
+    assert json.loads(dice.read_text())["checks"][0]["use"] == "Two lines,\nkept & <escaped>."  # saved as lines
+
+
+def test_a_strangers_big_or_odd_post_gets_the_login_page(client: TestClient) -> None:
+    csrf = client.app.state.editor.csrf.token  # type: ignore[attr-defined]
+    big = client.post(DICE, data={"csrf": csrf, "action": "save", "checks-0-use": "x" * 1_100_000})
+    assert big.status_code == 401 and 'name="carry"' not in big.text
+    as_json = client.post(DICE, json={"csrf": csrf, "action": "save"})
+    assert as_json.status_code == 401 and 'name="carry"' not in as_json.text
+    broken = client.post(DICE, content=b"csrf=\xff\xfe&action=save", headers={"Content-Type": FORM})
+    assert broken.status_code == 401 and 'name="carry"' not in broken.text
+
+
+def test_a_carried_form_must_hold_the_forms_token(client: TestClient) -> None:
+    forged = "csrf=not-the-token&action=save&checks-0-name=Taken"
+    answer = post(client, "/login", {"token": TOKEN, "next": DICE, "carry": forged})
+    assert answer.status_code == 303 and answer.headers["location"] == DICE
 
 
 def test_a_tampered_cookie_is_refused(app: Any) -> None:

@@ -47,10 +47,20 @@ def own_address() -> str:
     return address if address != "0.0.0.0" else "127.0.0.1"
 
 
+class Clock:
+    """The wall clock, plus however far a test has moved it on."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.ahead
+
+
 @contextmanager
-def serving(worlds: Path, token: str) -> Iterator[str]:
+def serving(worlds: Path, token: str, clock: Clock | None = None) -> Iterator[str]:
     """The editor with a login under uvicorn on 0.0.0.0 (a free port) in a thread; yields its address."""
-    app = create_app(worlds, allowed_hosts=("*",), login=Login(token))
+    app = create_app(worlds, allowed_hosts=("*",), login=Login(token, clock=clock))
     server = uvicorn.Server(uvicorn.Config(app, host="0.0.0.0", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -66,11 +76,16 @@ def serving(worlds: Path, token: str) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def test_an_author_logs_in_from_another_machine_and_saves(browser: Any, tmp_path: Path) -> None:
+@pytest.fixture
+def worlds(tmp_path: Path) -> Path:
+    folder = tmp_path / "worlds"
+    folder.mkdir()
+    shutil.copytree(SAMPLES / "harbour-heist", folder / "harbour-heist")
+    return folder
+
+
+def test_an_author_logs_in_from_another_machine_and_saves(browser: Any, worlds: Path) -> None:
     expect = sync_api().expect
-    worlds = tmp_path / "worlds"
-    worlds.mkdir()
-    shutil.copytree(SAMPLES / "harbour-heist", worlds / "harbour-heist")
     dice_path = worlds / "harbour-heist" / "dice.json"
     token = new_token()
     with serving(worlds, token) as base, opened_page(browser, width=1000, height=800) as (page, problems):
@@ -112,3 +127,34 @@ def test_an_author_logs_in_from_another_machine_and_saves(browser: Any, tmp_path
         assert problems == ["Failed to load resource: the server responded with a status of 401 (Unauthorized)"] * 2
     saved = json.loads(dice_path.read_text())
     assert saved["checks"][0]["name"] == "Pick a lock" and saved["checks"][0]["dice"] == "3d6"
+
+
+@pytest.mark.parametrize("scripts", [True, False], ids=["scripts", "no-scripts"])
+def test_a_save_after_the_session_ended_is_kept_through_the_login(browser: Any, worlds: Path, scripts: bool) -> None:
+    expect = sync_api().expect
+    dice_path = worlds / "harbour-heist" / "dice.json"
+    before = dice_path.read_text()
+    token, clock = new_token(), Clock()
+    with (
+        serving(worlds, token, clock) as base,
+        opened_page(browser, width=1000, height=800, scripts=scripts) as (page, _),
+    ):
+        page.goto(f"{base}/worlds/harbour-heist/dice")
+        page.get_by_label("Editor token").fill(token)
+        page.get_by_role("button", name="Log in").click()
+        page.locator("#checks-0").get_by_label("Name").fill("Typed at the end of a long day")
+        clock.ahead = 12 * 60 * 60  # the session ends while the author types
+
+        page.get_by_role("button", name="Save dice.json").click()
+        expect(page.get_by_role("alert")).to_contain_text("Nothing was saved yet: your login has ended.")
+        assert dice_path.read_text() == before
+        page.get_by_label("Editor token").fill(token)
+        page.get_by_role("button", name="Log in").click()
+        expect(page.get_by_role("status")).to_contain_text("Nothing is lost")
+        assert dice_path.read_text() == before  # sent only when the author presses the button
+        page.get_by_role("button", name="Send it again").click()
+        expect(page.get_by_role("status").first).to_have_text(
+            "Saved dice.json. The previous version is kept as dice.json.bak."
+        )
+        expect(page.locator("#checks-0").get_by_label("Name")).to_have_value("Typed at the end of a long day")
+    assert json.loads(dice_path.read_text())["checks"][0]["name"] == "Typed at the end of a long day"
