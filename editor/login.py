@@ -90,7 +90,7 @@ def carried_fields(editor: Editor, body: str | None) -> list[tuple[str, str]] | 
     """The fields of a form posted while logged out, when it carries this process's form token; else None.
 
     Only the editor's own pages hand that token out, so a form that has it was the author's own work:
-    the login keeps it to send again. Anything else a stranger posts is dropped unread.
+    the login keeps it to send again. Anything else a stranger posts is dropped.
     """
     if not body:
         return None
