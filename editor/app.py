@@ -9,10 +9,13 @@ Routes (all pages are plain HTML forms; `static/editor.js` only adds the live pr
     POST /worlds/{name}/dice/preview      the problems and strips of a posted form (for the script)
     GET  /worlds/{name}/dice/raw, POST    dice.json as JSON to copy, and a box to paste one in
     GET  /static/...                      the style sheet and the script
+    GET  /login, POST /login, POST /logout  with a `login` only (editor/login.py)
 
 Every POST needs the form's token (and a same-origin Origin header when one is sent); bodies are
 limited to 1 MB; Host must be a loopback name unless `allowed_hosts` says otherwise (a page on
-another site that rebinds its DNS name to 127.0.0.1 is refused).
+another site that rebinds its DNS name to 127.0.0.1 is refused). With a `login` (editor/sessions.py)
+every request but the login page and static files needs its session cookie; answering any Host
+name beyond loopback needs one, since the editor writes files.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gm.hosts import LOOPBACK_HOSTS
+from gm.hosts import LOOPBACK_HOSTS, is_loopback
 
+from . import login as login_routes
 from . import routes_dice, routes_world
 from .pages import Editor, editor_of
 from .security import GuardMiddleware
+from .sessions import Login
 
 STATIC = Path(__file__).with_name("static")
 HEADERS = [
@@ -44,12 +49,25 @@ HEADERS = [
 ]
 
 
-def create_app(worlds_dir: Path, *, allowed_hosts: Sequence[str] = LOOPBACK_HOSTS) -> FastAPI:
-    """The editor over the world folders in `worlds_dir` (which must exist); mountable under any path."""
+def create_app(
+    worlds_dir: Path, *, allowed_hosts: Sequence[str] = LOOPBACK_HOSTS, login: Login | None = None
+) -> FastAPI:
+    """The editor over the world folders in `worlds_dir` (which must exist); mountable under any path.
+
+    With `login`, every request needs a session from its login page. Host names beyond loopback
+    (such as `*`) need one: the editor writes files, and must not write them for anyone who asks.
+    """
     if not worlds_dir.is_dir():
         raise NotADirectoryError(f"there is no folder '{worlds_dir}' to edit worlds in")
+    beyond = [host for host in allowed_hosts if not is_loopback(host)]
+    if beyond and login is None:
+        raise ValueError(f"the editor needs a login to answer Host names beyond loopback, such as {beyond[0]!r}")
     app = FastAPI(title="gm world editor", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.editor = Editor(worlds_dir)
+    app.state.login = login
+    app.state.editor.templates.globals["login_required"] = login is not None
+    if login is not None:
+        app.include_router(login_routes.router)
     app.include_router(routes_world.router)
     app.include_router(routes_dice.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -57,6 +75,8 @@ def create_app(worlds_dir: Path, *, allowed_hosts: Sequence[str] = LOOPBACK_HOST
     app.add_exception_handler(RequestValidationError, _bad_request)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     app.add_middleware(GuardMiddleware)
+    if login is not None:  # outside the guard: a stranger's request is answered before any route runs
+        app.add_middleware(login_routes.LoginMiddleware, login=login)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(SecurityHeaders)
     return app

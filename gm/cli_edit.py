@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import socket
 from pathlib import Path
 from typing import Any
 
 from gm.errors import UsageError
-from gm.hosts import allowed_hosts, is_loopback
+from gm.hosts import allowed_hosts
 
 
 class EditCommandError(UsageError, ValueError):
@@ -27,7 +28,9 @@ def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
         "worlds", nargs="?", type=Path, default=Path("worlds"), help="the folder of worlds (default worlds/)"
     )
     edit.add_argument(
-        "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)"
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only; any other asks for a login)",
     )
     edit.add_argument("--port", type=int, default=8765, help="the port to listen on (default 8765)")
     edit.set_defaults(run=run_edit)
@@ -42,15 +45,38 @@ def run_edit(arguments: argparse.Namespace) -> int:
 
     from gm.editor import create_app
 
-    local = is_loopback(arguments.host)
+    login, generated = editor_login(arguments.host, EditCommandError)
     # On this machine only loopback Host names are answered (refusing DNS rebinding); off it, any.
-    app = create_app(worlds, allowed_hosts=allowed_hosts(arguments.host))
+    app = create_app(worlds, allowed_hosts=allowed_hosts(arguments.host), login=login)
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     print(f"World editor for {worlds.resolve()}: http://{shown}:{arguments.port}/  (Ctrl+C stops it)", flush=True)
-    if not local:
-        print("Note: anyone who can reach this address can change these worlds.", flush=True)
+    print_login(login is not None, generated)
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0
+
+
+def editor_login(host: str, error: type[UsageError]) -> tuple[Any, str | None]:
+    """The editor's login for listening on `host` (from GM_EDITOR_TOKEN, or generated beyond loopback) and
+    the token to print if it was generated; a bad GM_EDITOR_TOKEN is one `error` sentence.
+
+    Shared with `gm serve --editor`, so both ask for the same login in the same cases.
+    """
+    from gm.editor.sessions import login_for_host
+
+    try:
+        login, generated = login_for_host(host, os.environ.get("GM_EDITOR_TOKEN"))
+    except ValueError as problem:
+        raise error(f"GM_EDITOR_TOKEN: {problem} (or unset it to have one generated)") from None
+    return login, generated
+
+
+def print_login(required: bool, generated: str | None) -> None:
+    """Say how to log in to the editor: a generated token is printed here, once; GM_EDITOR_TOKEN never is."""
+    if generated is not None:
+        print("Other machines can reach the editor, so it asks for this token (set GM_EDITOR_TOKEN to choose one):")
+        print(f"    {generated}", flush=True)
+    elif required:
+        print("The editor asks for the token in GM_EDITOR_TOKEN.", flush=True)
 
 
 def _check_port(host: str, port: int) -> None:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+from gm.cli_edit import editor_login, print_login
 from gm.cli_story import REHEARSAL, add_judge_argument, choose_judge
 from gm.errors import UsageError
 from gm.game import Game
@@ -28,7 +29,7 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument(
         "--editor",
         action="store_true",
-        help="also mount the world editor when --host serves other machines (it has no login)",
+        help="also mount the world editor at /editor when --host serves other machines (it then asks for a login)",
     )
     serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
     serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
@@ -48,16 +49,20 @@ def run_serve(arguments: argparse.Namespace) -> int:
         raise ServeCommandError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
     model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
+    mounted = hosts is not None and arguments.worlds.is_dir()
+    login, generated = editor_login(arguments.host, ServeCommandError) if mounted else (None, None)
     if hosts is None:
         print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
     game = Game(model, Store(), judge_model=choose_judge(arguments, model), judging=judging)
+    print_login(login is not None, generated)
     app = create_app(
         game,
         arguments.worlds,
         api_token=os.environ.get("GM_API_TOKEN") or None,
-        editor=hosts is not None and arguments.worlds.is_dir(),
+        editor=mounted,
         editor_hosts=hosts or LOOPBACK_HOSTS,
+        editor_login=login,
     )
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0
@@ -66,7 +71,8 @@ def run_serve(arguments: argparse.Namespace) -> int:
 def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:
     """The Host names the editor answers to when serving on `host`, or None when it is not mounted.
 
-    On a loopback address the editor is mounted for this machine alone; elsewhere only with --editor.
+    On a loopback address the editor is mounted for this machine alone; elsewhere only with --editor,
+    and then behind a login (see `gm.cli_edit.editor_login`).
     """
     if not is_loopback(host) and not editor:
         return None

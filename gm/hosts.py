@@ -1,8 +1,8 @@
 """Which addresses mean "this machine only", said once for `gm serve`, `gm edit` and the editor they mount.
 
-The editor writes world files and has no login. Listening on a loopback address, it answers only
-to loopback Host names, so that a page on another site whose DNS name is rebound to 127.0.0.1 is
-refused; listening anywhere else, any Host name may be in use.
+The editor writes world files. Listening on a loopback address, it answers only to loopback Host
+names, so that a page on another site whose DNS name is rebound to 127.0.0.1 is refused; listening
+anywhere else, any Host name may be in use, and the editor asks for a login (gm.editor.sessions).
 
 >>> is_loopback("127.0.0.1"), is_loopback("127.3.2.1"), is_loopback("::1"), is_loopback("[::1]")
 (True, True, True, True)

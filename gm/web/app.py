@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,6 +21,9 @@ from gm.web.errors import answer_error
 from gm.web.limits import MAX_BODY_BYTES, BodyLimit
 from gm.web.service import Service
 
+if TYPE_CHECKING:
+    from gm.editor.sessions import Login
+
 log = logging.getLogger(__name__)
 
 
@@ -31,10 +34,12 @@ def create_app(
     api_token: str | None = None,
     editor: bool = True,
     editor_hosts: Sequence[str] = LOOPBACK_HOSTS,
+    editor_login: Login | None = None,
 ) -> FastAPI:
     """The whole web app around one Game; everything a round needs lives in the game's database.
 
-    The editor writes world files and has no login, so it answers only to `editor_hosts`.
+    The editor writes world files, so it answers only to `editor_hosts`, and asks for `editor_login`
+    when given one (which any Host name beyond loopback needs).
     """
     app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
     app.state.service = Service(game, worlds_dir, api_token)
@@ -48,7 +53,7 @@ def create_app(
     if editor:
         from gm.editor.app import create_app as create_editor
 
-        app.mount("/editor", create_editor(worlds_dir, allowed_hosts=editor_hosts))
+        app.mount("/editor", create_editor(worlds_dir, allowed_hosts=editor_hosts, login=editor_login))
     return app
 
 
