@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from gm import dice
@@ -200,10 +201,10 @@ def refusal(certainty: Certain, character: str) -> str:
     """The sentence `roll_check` answers a certain roll with: what every roll gives, and what to do."""
     check = certainty.check
     said = certainty.every_roll(character)
-    if not check.needs_target:
-        return f"{said}; the outcome is certain, so narrate it without a roll"
-    said = f"at target {certainty.target}, {said}"
     first = "the outcome is certain" if certainty.result is not None else "no roll can settle it"
+    if not check.needs_target:
+        return f"{said}; {first}, so narrate it without a roll"
+    said = f"at target {certainty.target}, {said}"
     targets = uncertain_targets(check, certainty.modifier)
     if not targets:
         return f"{said}; {first} at any target for {character}, so narrate it without a roll"
@@ -218,9 +219,18 @@ def _outcome(check: Check, value: int) -> Result | None:
     return band.result if band is not None else None
 
 
-def _turns(check: Check) -> list[int]:
-    """The values v whose outcome differs from v + 1's, lowest first. Only where a band starts or ends
-    can the first band holding a value change, so only those places are looked at."""
-    edges = {band.min - 1 for band in check.bands if band.min is not None}
-    edges |= {band.max for band in check.bands if band.max is not None}
-    return sorted(value for value in edges if _outcome(check, value) != _outcome(check, value + 1))
+def _turns(check: Check) -> tuple[int, ...]:
+    """The values v whose outcome differs from v + 1's, lowest first."""
+    return _turns_of(check.bands)
+
+
+@lru_cache(maxsize=1024)  # by bands, which is all they depend on: a check is asked about every round
+def _turns_of(bands: tuple[Band, ...]) -> tuple[int, ...]:
+    # Only where a band starts or ends can the first band holding a value change.
+    def outcome(value: int) -> Result | None:
+        band = next((band for band in bands if band.holds(value)), None)
+        return band.result if band is not None else None
+
+    edges = {band.min - 1 for band in bands if band.min is not None}
+    edges |= {band.max for band in bands if band.max is not None}
+    return tuple(sorted(value for value in edges if outcome(value) != outcome(value + 1)))
