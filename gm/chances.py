@@ -1,13 +1,24 @@
-"""The chance of each band of a check: what the editor's preview and `gm odds WORLD CHECK` show."""
+"""What a roll of a check can give: each band's chance (the editor's preview, `gm odds WORLD CHECK`),
+and whether it can go either way at all (`certain`, which `roll_check` and the rehearsal obey).
+
+A check is certain for a target and modifier when every value it can read gives the same result:
+the dice then decide nothing, so the game master is told to narrate without a roll. Only results
+count: bands with other labels, or critical ones, giving the same result are one outcome. A value in
+no band (a void roll) is an outcome of its own, so a roll that may be void or fail is not certain,
+and one that is void whatever the dice show is (it could settle nothing). This needs only the
+interval of values the dice can read (`gm.dice.bounds`) and the bands, never the odds, so it takes
+microseconds even for 100d1000.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from gm import dice
-from gm.rules import Band, Check, band_for, read_value
+from gm.rules import Band, Check, Result, band_for, read_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +40,7 @@ class CheckOdds:
     dice: dice.Odds
     bands: tuple[BandChance, ...]
     void: Fraction
+    certain: Certain | None = None  # set when every roll gives one result
 
     def to_json(self) -> dict[str, Any]:
         data = self.dice.to_json()
@@ -48,6 +60,7 @@ class CheckOdds:
                     for chance in self.bands
                 ],
                 "void": str(self.void),
+                "certain": None if self.certain is None else self.certain.to_json(),
             }
         )
         return data
@@ -77,4 +90,147 @@ def check_odds(
     chances = tuple(
         BandChance(band, Fraction(count, denominator)) for band, count in zip(check.bands, per_band, strict=True)
     )
-    return CheckOdds(check, target, modifier, distribution, chances, Fraction(void, denominator))
+    return CheckOdds(
+        check, target, modifier, distribution, chances, Fraction(void, denominator), certain(check, target, modifier)
+    )
+
+
+# Certain outcomes
+
+_VERBS: dict[Result | None, str] = {
+    "succeeded": "succeeds",
+    "partial": "is a partial success",
+    "failed": "fails",
+    None: "falls in no band, so it would be void",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Certain:
+    """A roll of `check` that can end only one way at `target` with `modifier`: every value the dice can
+    read (`rolled`, before the modifier) gives `result`, or no band at all when `result` is None."""
+
+    check: Check
+    target: int | None
+    modifier: int
+    rolled: tuple[int, int]
+    result: Result | None
+
+    def every_roll(self, character: str | None = None, *, named: bool = True) -> str:
+        """Such as "every roll of Strike a bargain for Tam fails (5d10 successes read 0 to 5)"; `named`
+        False leaves out the check's name, for where it is already shown."""
+        check = self.check
+        of = f" of {check.name}" if named else ""
+        who = f" for {character}" if character else ""
+        low, high = self.rolled
+        reads = f"{check.dice.text} successes read" if check.reading == "successes" else f"{check.dice.text} reads"
+        span = f"{reads} {low} to {high}" if low != high else f"{reads} only {low}"
+        if self.modifier:
+            added = f"{check.modifier} {self.modifier:+d}" if check.modifier else f"modifier {self.modifier:+d}"
+            shifted = (low + self.modifier, high + self.modifier)
+            span += f", {shifted[0]} to {shifted[1]} with {added}" if low != high else f", {shifted[0]} with {added}"
+        return f"every roll{of}{who} {_VERBS[self.result]} ({span})"
+
+    def to_json(self) -> dict[str, Any]:
+        """`result` (None for a roll that would be void) and the dice's `min` and `max` before the modifier."""
+        return {"result": self.result, "min": self.rolled[0], "max": self.rolled[1]}
+
+
+def certain(check: Check, target: int | None = None, modifier: int = 0) -> Certain | None:
+    """How a roll of `check` at `target` with `modifier` must end, or None when it can go either way.
+
+    Raises `gm.rules.CheckRollError` when the check needs a target and has none, or the reverse.
+    """
+    low, high = check.reachable
+    ends = read_value(check, low, target, modifier), read_value(check, high, target, modifier)
+    first, last = min(ends), max(ends)
+    if any(first <= turn < last for turn in _turns(check)):
+        return None
+    return Certain(check, target, modifier, (low, high), _outcome(check, first))
+
+
+def uncertain_targets(check: Check, modifier: int = 0) -> tuple[tuple[int, int], ...]:
+    """The targets at which a roll of an over/under `check` with `modifier` can go either way, as
+    inclusive stretches, lowest first; none for an `absolute` check, which takes no target."""
+    if not check.needs_target:
+        return ()
+    low, high = check.reachable
+    stretches = []
+    for turn in _turns(check):
+        # The values read span [low + m - t, high + m - t] (over) or [t - high - m, t - low - m]
+        # (under); the roll can go either way when that span holds both `turn` and `turn + 1`.
+        if check.compare == "over":
+            first, last = low + modifier - turn, high + modifier - turn - 1
+        else:
+            first, last = turn + low + modifier + 1, turn + high + modifier
+        if first <= last:
+            stretches.append((first, last))
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(stretches):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return tuple(merged)
+
+
+def can_go_either_way(check: Check, modifier: int = 0) -> bool:
+    """Whether some roll of `check` with `modifier` can go either way: at any target, for over/under."""
+    if check.needs_target:
+        return bool(uncertain_targets(check, modifier))
+    return certain(check, None, modifier) is None
+
+
+def nearest_uncertain_target(check: Check, modifier: int, wanted: int) -> int | None:
+    """The target closest to `wanted` at which `check` can go either way (the lower on a tie), or
+    None when none can (or the check takes no target)."""
+    best: int | None = None
+    for first, last in uncertain_targets(check, modifier):
+        near = min(max(wanted, first), last)
+        if best is None or abs(near - wanted) < abs(best - wanted):
+            best = near
+    return best
+
+
+def describe_targets(stretches: tuple[tuple[int, int], ...]) -> str:
+    """Stretches of targets in words: "from 2 to 19", "5", "from 2 to 4 or from 9 to 12"."""
+    return " or ".join(str(first) if first == last else f"from {first} to {last}" for first, last in stretches)
+
+
+def refusal(certainty: Certain, character: str) -> str:
+    """The sentence `roll_check` answers a certain roll with: what every roll gives, and what to do."""
+    check = certainty.check
+    said = certainty.every_roll(character)
+    first = "the outcome is certain" if certainty.result is not None else "no roll can settle it"
+    if not check.needs_target:
+        return f"{said}; {first}, so narrate it without a roll"
+    said = f"at target {certainty.target}, {said}"
+    targets = uncertain_targets(check, certainty.modifier)
+    if not targets:
+        return f"{said}; {first} at any target for {character}, so narrate it without a roll"
+    return (
+        f"{said}; {first}, so narrate it without a roll, or give a target the dice can reach"
+        f" ({describe_targets(targets)} for {character})"
+    )
+
+
+def _outcome(check: Check, value: int) -> Result | None:
+    band = band_for(check, value)
+    return band.result if band is not None else None
+
+
+def _turns(check: Check) -> tuple[int, ...]:
+    """The values v whose outcome differs from v + 1's, lowest first."""
+    return _turns_of(check.bands)
+
+
+@lru_cache(maxsize=1024)  # by bands, which is all they depend on: a check is asked about every round
+def _turns_of(bands: tuple[Band, ...]) -> tuple[int, ...]:
+    # Only where a band starts or ends can the first band holding a value change.
+    def outcome(value: int) -> Result | None:
+        band = next((band for band in bands if band.holds(value)), None)
+        return band.result if band is not None else None
+
+    edges = {band.min - 1 for band in bands if band.min is not None}
+    edges |= {band.max for band in bands if band.max is not None}
+    return tuple(sorted(value for value in edges if outcome(value) != outcome(value + 1)))

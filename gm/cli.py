@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from gm import __version__, dice
-from gm.chances import CheckOdds, check_odds
+from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
 from gm.cli_edit import add_edit_subcommand
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
@@ -231,7 +231,19 @@ def render_check_odds(result: CheckOdds, character: str | None = None) -> str:
         )
     if result.void:
         lines.append(f"  {'(void: no band)':<{width}}  {float(result.void) * 100:6.2f}%  ({result.void})")
+    if result.certain is not None:
+        # Exact odds show it too, but an estimate may miss a rare band: this comes from the dice's bounds.
+        every = result.certain.every_roll(named=False)
+        lines.append(f"  certain: {every}; the game master cannot roll it{_either_way(result)}")
     return "\n".join(lines)
+
+
+def _either_way(result: CheckOdds) -> str:
+    """Where a certain over/under check could go either way for the same modifier, in words."""
+    if not result.check.needs_target:
+        return ""
+    targets = uncertain_targets(result.check, result.modifier)
+    return f" (targets {describe_targets(targets)} can go either way)" if targets else " at any target"
 
 
 if __name__ == "__main__":

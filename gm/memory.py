@@ -7,18 +7,44 @@ summary, the summaries of rounds not yet folded into it, and the last few rounds
 unfolded summaries pile up, the oldest are folded into the running summary by another call, so the
 prompt stops growing with the story. Every stretch of model text shown again is capped in length,
 so a wordy memory keeper cannot grow it either.
+
+A memory-keeper answer with no usable text (an empty message, a tool call instead of text, or only
+a reasoning block) is a failed memory call, never an empty memory: `EmptyMemory` is raised, the
+round stays unremembered (or the summaries unfolded), and a later round's catch-up asks again, as
+after any failed call. What is stored is the answer without its reasoning blocks (`summary_text`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from gm.model import ChatModel
+from gm.model import ChatModel, Completion, ModelError
 from gm.prompt import VERBATIM_ROUNDS, Past, fold_messages, keeper_round_messages
 from gm.store import MemoryEntry, Store, Story, model_call_from
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
+
+# A reasoning model's thinking, which some servers leave in the content: <think>...</think> or
+# <thinking>...</thinking>; an unclosed block runs to the end of the answer.
+_REASONING = re.compile(
+    r"<(?:think|thinking)(?:\s[^>]*)?>.*?(?:</(?:think|thinking)\s*>|\Z)", re.IGNORECASE | re.DOTALL
+)
+# A closing tag left over once whole blocks are gone: the server's chat template opened the block in
+# the prompt (as DeepSeek-R1's does), so everything before it is thinking too.
+_OPENED_IN_THE_PROMPT = re.compile(r"\A.*</(?:think|thinking)\s*>", re.IGNORECASE | re.DOTALL)
+
+
+class EmptyMemory(ModelError):
+    """The memory keeper answered with no usable text; the memory is left for a later round's catch-up."""
+
+
+def summary_text(content: str | None) -> str:
+    """A memory keeper's answer as it is stored: reasoning blocks and surrounding whitespace removed
+    ("" when nothing is left)."""
+    text = _REASONING.sub("", content or "")
+    return _OPENED_IN_THE_PROMPT.sub("", text).strip()
 
 
 def recall(store: Store, story: Story, before: int) -> Past:
@@ -42,7 +68,7 @@ class MemoryKeeper:
         """Remember every accepted round not yet remembered (earlier failures included), then fold."""
         # Database work goes through Store.off_loop, so a server's rounds go on meanwhile.
         for record in await self.store.off_loop(self.store.unremembered, story_id):
-            summary = await self._ask(story_id, keeper_round_messages(record))
+            summary = await self._ask(story_id, keeper_round_messages(record), f"round {record.number}")
             entry = MemoryEntry(
                 story_id=story_id,
                 round_number=record.number,
@@ -59,10 +85,27 @@ class MemoryKeeper:
         if len(unfolded) <= FOLD_AFTER:
             return
         folding = unfolded[: len(unfolded) - KEEP_AFTER_FOLD]
-        summary = await self._ask(story_id, fold_messages(story.summary, folding))
+        rounds = f"rounds {folding[0].round_number} to {folding[-1].round_number}"
+        summary = await self._ask(story_id, fold_messages(story.summary, folding), f"the fold of {rounds}")
         await self.store.off_loop(self.store.fold_summary, story_id, summary, folding[-1].round_number)
 
-    async def _ask(self, story_id: str, messages: list[dict[str, Any]]) -> str:
+    async def _ask(self, story_id: str, messages: list[dict[str, Any]], what: str) -> str:
+        """The memory keeper's text for `what` (such as "round 3"), or `EmptyMemory` when it wrote none."""
         completion = await self.model.complete(messages)
         await self.store.off_loop(self.store.add_model_calls, [model_call_from(completion, "memory", story_id)])
-        return str(completion.content or "").strip()
+        summary = summary_text(completion.content)
+        if not summary:
+            raise EmptyMemory(
+                f"The memory keeper's answer for {what} was {_no_text(completion)}, so nothing was stored;"
+                " it is asked again after a later round."
+            )
+        return summary
+
+
+def _no_text(completion: Completion) -> str:
+    """What the memory keeper sent instead of a summary, in words."""
+    if completion.tool_calls:
+        return "a tool call instead of text"
+    if (completion.content or "").strip():
+        return "reasoning with no summary after it"
+    return "an empty message"

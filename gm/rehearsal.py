@@ -12,7 +12,9 @@ A game-master request (one that carries `tools`) is answered from where the roun
 - The round's first call (no tool result since the player's message): if the message carries facts
   (lines "(Fact: ...)", dice the player rolled), a plain narration repeats them and nothing is
   rolled. Otherwise the best-matching check is rolled with `roll_check`, or, when the world offers no
-  roll_check or no check matches, a plain narration says that nothing needed a roll.
+  roll_check or no check matches, a plain narration says that nothing needed a roll. A check that
+  cannot be rolled for the player, or cannot go either way for them, is never asked for; when no
+  matching check is left, a plain narration says why of each.
 - After a check roll: `narrate`, with a plain narration naming each roll's check, band and result
   (and a line for a critical band), and one outcome per roll copied from the tool result, so the
   referee accepts it the first time. After a roll the engine refused, or a void roll (the value fell
@@ -59,7 +61,7 @@ from gm.prompt import (
     read_player_turn,
 )
 from gm.referee import ROLL_MENTION, TOOL_CALL
-from gm.rehearsal_checks import acting_player, choose_check, ranked_checks, target_for
+from gm.rehearsal_checks import acting_player, choose_check, ranked_checks, target_for, why_not_rolled
 from gm.worlddef import World
 
 MARK = "(rehearsal)"
@@ -183,13 +185,9 @@ class RehearsalModel:
             matching = ranked_checks(self.world, speech)
             if not matching:
                 return f"{MARK} {said}Nothing here needed a roll: no check of this world matches these words.", []
-            names = ", ".join(check.name for check in matching)
-            who = acting_player(self.world, speech).name
-            return (
-                f"{MARK} {said}Nothing was rolled: the checks that match ({names}) cannot be rolled for {who},"
-                " who lacks their modifier variable.",
-                [],
-            )
+            who = acting_player(self.world, speech)
+            reasons = "; ".join(filter(None, (why_not_rolled(check, who) for check in matching)))
+            return f"{MARK} {said}Nothing was rolled: {_safe(reasons)}.", []
         check, character = chosen
         arguments: dict[str, Any] = {
             "check": check.key,

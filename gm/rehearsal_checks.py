@@ -7,8 +7,10 @@ auxiliaries, "try") dropped, and crudely stemmed (`stem`: a trailing "ing" or "e
 final consonant, or a trailing "s" but not "ss", so picks, picked and picking all become pick).
 A check scores the number of distinct words it shares with the player's text. The highest score
 wins, ties going to the check listed first in dice.json; a check that scores 0 is never rolled. If
-the character cannot be rolled for with a check (it lacks the check's modifier variable), the next
-best check that scores above 0 is tried.
+the character cannot be rolled for with a check (it lacks the check's modifier variable), or no roll
+of it could go either way for them (`gm.chances.can_go_either_way`: an absolute check their modifier
+puts beyond every band edge, or an over/under check certain at every target), the next best check
+that scores above 0 is tried.
 
 Who: the first character with the role "player"; with several, the player named in the text (the
 earliest named, as a whole word, ignoring case), else the first.
@@ -20,7 +22,10 @@ modifier the roll meets the target about half the time (exactly half for one die
 character's whole-number variable whose name shares the most words with the check's key, name and
 use (the check's own modifier variable excluded; ties go to the variable listed first), so a
 "medicine" check rolls under the character's "medicine"; with no such variable, the mean rounded
-half down (50 for d%, the midpoint of the range for dice without keep or drop).
+half down (50 for d%, the midpoint of the range for dice without keep or drop). A target at which
+every roll would give the same result (`gm.chances.certain`; the engine refuses such a roll) is
+moved to the nearest target at which the roll can go either way (the lower on a tie), so a
+character's skill of 0, or of 150 on d%, still gets a roll that can fail and succeed.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ import re
 from fractions import Fraction
 
 from gm import dice
+from gm.chances import can_go_either_way, certain, nearest_uncertain_target
 from gm.rules import Check
-from gm.worlddef import Character, CharacterCannotRoll, World, whole_number
+from gm.worlddef import Character, CharacterCannotRoll, World, modifier_for, whole_number
 
 ESTIMATE_SAMPLES = 20_000  # for the mean of dice too costly for exact odds; a target needs no more
 
@@ -110,21 +116,47 @@ def acting_player(world: World, text: str) -> Character:
 
 
 def choose_check(world: World, text: str) -> tuple[Check, Character] | None:
-    """The best-matching check that can be rolled for the acting player, and that player; None if none."""
+    """The best-matching check that can be rolled for the acting player, and go either way for them,
+    and that player; None if none."""
     character = acting_player(world, text)
     for check in ranked_checks(world, text):
-        try:
-            world.modifier_for(check, character)
-        except CharacterCannotRoll:
-            continue
-        return check, character
+        if why_not_rolled(check, character) is None:
+            return check, character
     return None
+
+
+def why_not_rolled(check: Check, character: Character) -> str | None:
+    """Why the rehearsal never rolls `check` for `character`, in words; None when it can."""
+    try:
+        modifier = modifier_for(check, character)
+    except CharacterCannotRoll:
+        return f"{check.name} cannot be rolled for {character.name}, who lacks its modifier variable"
+    if can_go_either_way(check, modifier):
+        return None
+    if check.needs_target:
+        return f"{check.name} can only end one way for {character.name}, whatever the target"
+    settled = certain(check, None, modifier)
+    assert settled is not None  # an absolute check that cannot go either way is certain
+    return f"{settled.every_roll(character.name)}, so its outcome is certain"
 
 
 def target_for(check: Check, character: Character) -> int | None:
     """The target the rehearsal gives a roll of `check` for `character` (see the module docstring)."""
     if check.compare == "absolute":
         return None
+    wanted = _preferred_target(check, character)
+    try:
+        modifier = modifier_for(check, character)
+    except CharacterCannotRoll:
+        return wanted  # never rolled for them (see choose_check); the target is only for show
+    if certain(check, wanted, modifier) is None:
+        return wanted
+    nearest = nearest_uncertain_target(check, modifier, wanted)
+    return wanted if nearest is None else nearest
+
+
+def _preferred_target(check: Check, character: Character) -> int:
+    """The middling target, before any move away from a certain one."""
     mean = _mean(check)
     if check.compare == "over":
         return math.floor(mean + Fraction(1, 2))

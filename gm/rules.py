@@ -67,10 +67,10 @@ class Check:
 
     @property
     def reachable(self) -> tuple[int, int]:
-        """The lowest and highest values the dice can give under this reading, before any modifier."""
-        if self.reading == "successes":
-            return 0, self.dice.kept_dice
-        return self.dice.minimum, self.dice.maximum
+        """The lowest and highest values the dice can give under this reading, before any modifier.
+
+        Every value between them can occur (see `gm.dice.bounds`)."""
+        return dice.bounds(self.dice, self.hit if self.reading == "successes" else None)
 
 
 @dataclass(frozen=True, slots=True)

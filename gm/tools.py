@@ -1,10 +1,10 @@
 """The tools the model sees (roll_check, roll_dice, narrate): their schemas, and what calling them does.
 
 The model learns a check roll's band, never its number. A bad call (malformed JSON, an unknown
-tool, check or character, a missing or unwanted target, the referee's refusals) raises `ModelRetry`
-with a sentence the model can act on; the round loop sends it back as `{"error": "..."}` and counts
-it as a refusal. A roll whose value falls in a band gap is no one's mistake: it is an ordinary
-result marked `void`, with a message.
+tool, check or character, a missing or unwanted target, a check whose outcome is certain at the
+target given, the referee's refusals) raises `ModelRetry` with a sentence the model can act on; the
+round loop sends it back as `{"error": "..."}` and counts it as a refusal. A roll whose value falls
+in a band gap is no one's mistake: it is an ordinary result marked `void`, with a message.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm import dice
+from gm.chances import certain, refusal
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
 from gm.problems import describe
@@ -37,7 +38,8 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
         tools.append(
             _function(
                 "roll_check",
-                "Roll one of the world's checks for a character when an attempt's outcome is uncertain. "
+                "Roll one of the world's checks for a character when an attempt's outcome is uncertain "
+                "(a roll that could only end one way at the target given is refused, and nothing is rolled). "
                 "Returns the roll id and its band (label, result, critical), never the number. "
                 "Rolling the same check for the same character again this round returns the first roll.",
                 {
@@ -165,6 +167,9 @@ class RoundTools:
                 if roll not in self.rolls:
                     self.rolls.append(roll)
                 return ToolReply(_check_content(roll, repeated=True))
+        settled = certain(check, target, modifier)
+        if settled is not None:  # the dice would decide nothing, so nothing is rolled
+            raise ModelRetry(refusal(settled, character.name))
         result = dice.roll(check.dice, self.source, hit=check.hit if check.reading == "successes" else None)
         rolled = result.successes if result.successes is not None else result.total
         value = read_value(check, rolled, target, modifier)

@@ -8,6 +8,7 @@
 Fraction(1, 6)
 """
 
+from gm.dice.bounds import bounds
 from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
 from gm.dice.odds import Odds, estimate_cost, odds
 from gm.dice.parser import parse
@@ -28,6 +29,7 @@ __all__ = [
     "Keep",
     "Odds",
     "Roll",
+    "bounds",
     "check_successes",
     "estimate_cost",
     "odds",

@@ -1,0 +1,128 @@
+"""An empty memory is never stored: a memory-keeper answer with no usable text (an empty message, a
+tool call instead of text, only reasoning) is a failed memory call, played through the real client
+against the fake model. The round stays unremembered and is caught up after a later round; the fold
+works the same way."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rounds import table
+
+from gm.memory import FOLD_AFTER, summary_text
+from gm.store import Store
+from gm.testing import Step, call, reply
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def is_fold(request: dict[str, Any]) -> bool:
+    return "running summary" in request["messages"][0]["content"]
+
+
+def summary(request: dict[str, Any]) -> Step:
+    """A summary naming the round the request is about (the player's text is "round N.")."""
+    number = request["messages"][1]["content"].split("Player: round ")[1].split(".")[0]
+    return reply(f"Summary of round {number}.")
+
+
+@pytest.mark.parametrize(
+    ("content", "kept"),
+    [
+        ("", ""),
+        (" \n\t ", ""),
+        ("<think>The player picked a lock.</think>\n\n", ""),
+        ("<thinking>Let me summarise this round", ""),  # never closed: it runs to the end
+        ("<THINK>Hmm.</THINK> Mara picked the lock.", "Mara picked the lock."),
+        ("Hmm, the lock.</think>Mara picked the lock.", "Mara picked the lock."),  # opened in the prompt
+        ("Mara <think>aside</think>picked the lock.", "Mara picked the lock."),
+        ("Mara sees <thinker> in a book.", "Mara sees <thinker> in a book."),  # not a reasoning tag
+    ],
+)
+def test_reasoning_blocks_and_whitespace_are_not_a_summary(content: str, kept: str) -> None:
+    assert summary_text(content) == kept
+
+
+def test_an_answer_with_no_text_leaves_the_round_unremembered_until_a_later_round(
+    store: Store, harbor: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory: list[Any] = [
+        reply(""),  # round 1, asked after round 1: an empty message
+        call("remember", {"summary": "Mara picked the lock."}),  # round 1 again, after round 2: a tool call
+        reply("<think>Mara picked the lock, so</think>  \n"),  # after round 3: only reasoning
+        summary,  # after round 4: round 1 at last
+        summary,
+        summary,
+        summary,
+    ]
+
+    async def play() -> Any:
+        async with table(store, [reply(f"Narration {n}.") for n in range(1, 5)], memory) as t:
+            story = t.game.start_story(harbor)
+            seen = []
+            for number in range(1, 5):
+                await t.game.play(story, f"round {number}.")
+                await t.game.settle()
+                seen.append(
+                    (
+                        [entry.round_number for entry in store.memories(story)],
+                        [r.number for r in store.unremembered(story)],
+                    )
+                )
+            return t, story, seen
+
+    with caplog.at_level(logging.WARNING, logger="gm.game"):
+        t, story, seen = run(play())
+    assert seen == [([], [1]), ([], [1, 2]), ([], [1, 2, 3]), ([1, 2, 3, 4], [])]
+    assert [entry.summary for entry in store.memories(story)] == [f"Summary of round {n}." for n in range(1, 5)]
+    t.keeper.assert_done()
+    warned = [record.getMessage() for record in caplog.records]
+    assert any("for round 1 was an empty message" in line for line in warned)
+    assert any("for round 1 was a tool call instead of text" in line for line in warned)
+    assert any("for round 1 was reasoning with no summary after it" in line for line in warned)
+    # the failed calls cost tokens too, so they are recorded
+    assert len([c for c in store.model_calls(story) if c.purpose == "memory"]) == 7
+
+
+def test_the_stored_summary_leaves_the_reasoning_out(store: Store, harbor: Path) -> None:
+    async def play() -> Any:
+        async with table(store, [reply("Fog.")], [reply("<think>Short.</think>\nMara waits in the fog.")]) as t:
+            story = t.game.start_story(harbor)
+            await t.game.play(story, "I wait.")
+            return story
+
+    [entry] = store.memories(run(play()))
+    assert entry.summary == "Mara waits in the fog."
+
+
+def test_a_fold_with_no_text_leaves_the_summaries_unfolded_until_a_later_round(store: Store, harbor: Path) -> None:
+    folds: list[Step] = [reply(""), call("fold", {}), reply("FOLDED: Mara is inside the harbour office.")]
+
+    def keeper(request: dict[str, Any]) -> Step:
+        return folds.pop(0) if is_fold(request) else summary(request)
+
+    rounds = FOLD_AFTER + 3
+
+    async def play() -> Any:
+        async with table(store, [reply(f"Narration {n}.") for n in range(1, rounds + 1)], keeper) as t:
+            story = t.game.start_story(harbor)
+            states = []
+            for number in range(1, rounds + 1):
+                await t.game.play(story, f"round {number}.")
+                await t.game.settle()
+                state = store.story(story)
+                states.append((state.summary, state.summary_through))
+            return story, states
+
+    story, states = run(play())
+    assert folds == []  # three folds were asked for: after rounds 9, 10 and 11
+    assert states[: rounds - 1] == [("", 0)] * (rounds - 1)  # the two empty folds changed nothing
+    summary_now, through = states[-1]
+    assert summary_now == "FOLDED: Mara is inside the harbour office." and through > 0
+    assert len(store.memories(story)) == rounds  # every round's own summary was kept meanwhile
