@@ -74,12 +74,13 @@ from gm.game import Game
 from gm.model import ModelClient, ModelSettings
 from gm.prompt import instructions
 from gm.store import Attempt, ModelCall, Store
-from gm.testing import Answer, FakeModel, Request, Response, call, reply
+from gm.testing import Answer, FakeModel, Request, Response, call, honest_judge, is_judge_request, reply
 
 # The harbour world of the tests (tests/conftest.py), so that the bench and the tests play one world.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import write_world
 
+JUDGE_SETTINGS = ("on", "off")  # the two stories played side by side
 FULL_ROUNDS = 1000
 QUICK_ROUNDS = 120
 FULL_WINDOW = 50
@@ -234,6 +235,9 @@ class TimedFake(FakeModel):
 
     def _answer(self, request: Request) -> Answer:
         messages: list[dict[str, Any]] = request["messages"]
+        if is_judge_request(request):
+            self._kind.value = "judge"
+            return honest_judge(request)
         if "tools" in request:
             return self._game_master(messages)
         if messages[0]["content"] == self.fold_prompt:
@@ -304,7 +308,8 @@ class Run:
     seconds: float
 
 
-async def play(rounds: int) -> Run:
+async def play(rounds: int) -> dict[str, Run]:
+    """Two stories played side by side, a round of each in turn: one judged, one with the judge off."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gm-round-bench-") as folder:
         world = write_world(Path(folder) / "harbor")
@@ -314,49 +319,57 @@ async def play(rounds: int) -> Run:
         store = Store(f"sqlite:///{Path(folder) / 'gm.db'}")
         try:
             game = Game(client, store, source=dice.seeded_source(2026))
-            story_id = game.start_story(world)
-            timings: list[RoundTiming] = []
-            refusals = 0
+            stories = {judge: game.start_story(world, settings={"judge": judge}) for judge in JUDGE_SETTINGS}
+            timings: dict[str, list[RoundTiming]] = {judge: [] for judge in JUDGE_SETTINGS}
+            refusals = dict.fromkeys(JUDGE_SETTINGS, 0)
             for number in range(1, rounds + 1):
-                mark = len(fake.served)
-                began = time.perf_counter()
-                result = await game.play(story_id, player_text(number))
-                played = time.perf_counter()
-                middle = len(fake.served)  # the fake records a request before it answers it
-                await game.settle()
-                settled = time.perf_counter()
-                during, after = fake.served[mark:middle], fake.served[middle:]
-                refusals += len(result.refusals)
-                timings.append(
-                    RoundTiming(
-                        number,
-                        bool(result.rolls),
-                        played - began,
-                        sum(served.seconds for served in during),
-                        settled - played,
-                        sum(served.seconds for served in after),
-                        during[0].body_bytes,
+                for judge, story_id in stories.items():
+                    mark = len(fake.served)
+                    began = time.perf_counter()
+                    result = await game.play(story_id, player_text(number))
+                    played = time.perf_counter()
+                    middle = len(fake.served)  # the fake records a request before it answers it
+                    await game.settle()
+                    settled = time.perf_counter()
+                    during, after = fake.served[mark:middle], fake.served[middle:]
+                    refusals[judge] += len(result.refusals)
+                    timings[judge].append(
+                        RoundTiming(
+                            number,
+                            bool(result.rolls),
+                            played - began,
+                            sum(served.seconds for served in during),
+                            settled - played,
+                            sum(served.seconds for served in after),
+                            during[0].body_bytes,
+                        )
                     )
-                )
-                fake.requests.clear()  # the fake keeps every request body; nothing here reads them
+                    fake.requests.clear()  # the fake keeps every request body; nothing here reads them
                 if number % 100 == 0 or number == rounds:
                     elapsed = time.perf_counter() - started
                     print(f"  round {number}/{rounds} done, {elapsed:.0f} s", file=sys.stderr, flush=True)
-            calls = store.model_calls(story_id)
-            with store.session() as session:
-                attempt_rounds = {
-                    attempt.id: attempt.round_number
-                    for attempt in session.exec(select(Attempt).where(Attempt.story_id == story_id))
-                }
-            folds = sum(served.kind == "fold" for served in fake.served)
-            anomalies = list(fake.anomalies) + list(fake.failures)
+            runs: dict[str, Run] = {}
+            for judge, story_id in stories.items():
+                calls = store.model_calls(story_id)
+                with store.session() as session:
+                    attempt_rounds = {
+                        attempt.id: attempt.round_number
+                        for attempt in session.exec(select(Attempt).where(Attempt.story_id == story_id))
+                    }
+                runs[judge] = Run(
+                    timings[judge],
+                    calls,
+                    _call_rounds(calls, attempt_rounds),
+                    refusals[judge],
+                    list(fake.anomalies) + list(fake.failures),
+                    sum(served.kind == "fold" for served in fake.served) // len(stories),
+                    time.perf_counter() - started,
+                )
         finally:
             await client.aclose()
             fake.close()
             store.engine.dispose()
-    return Run(
-        timings, calls, _call_rounds(calls, attempt_rounds), refusals, anomalies, folds, time.perf_counter() - started
-    )
+    return runs
 
 
 def _call_rounds(calls: Sequence[ModelCall], attempt_rounds: dict[str, int]) -> dict[int, int]:
@@ -365,7 +378,7 @@ def _call_rounds(calls: Sequence[ModelCall], attempt_rounds: dict[str, int]) -> 
     current = 0
     for model_call in calls:
         assert model_call.id is not None
-        if model_call.purpose == "game_master" and model_call.attempt_id is not None:
+        if model_call.purpose in ("game_master", "judge") and model_call.attempt_id is not None:
             current = attempt_rounds[model_call.attempt_id]
         rounds[model_call.id] = current
     return rounds
@@ -431,6 +444,8 @@ def calls_table(run: Run) -> str:
         ("game master, with a roll", "game_master", True),
         ("game master, without a roll", "game_master", False),
         ("game master, all rounds", "game_master", None),
+        ("judge, with a roll", "judge", True),
+        ("judge, without a roll", "judge", False),
         ("memory keeper, all rounds", "memory", None),
     )
     for name, purpose, rolled in rows:
@@ -477,6 +492,35 @@ def prompt_summary(run: Run, ratio_rounds: tuple[int, int]) -> str:
     )
 
 
+def judge_table(runs: dict[str, Run]) -> str:
+    """Framework time and calls per round with the judge on and off, and the judge's prompt size."""
+    lines = [
+        "| judge | framework median, rolled (ms) | framework median, plain (ms) | model calls, rolled | model calls, plain |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for judge, run in runs.items():
+        per_round: dict[int, int] = defaultdict(int)
+        for model_call in run.calls:
+            assert model_call.id is not None
+            if model_call.purpose != "memory":
+                per_round[run.call_rounds[model_call.id]] += 1
+        rolled = [t for t in run.timings if t.rolled]
+        plain = [t for t in run.timings if not t.rolled]
+        lines.append(
+            f"| {judge} | {ms(statistics.median(t.framework_seconds for t in rolled))} "
+            f"| {ms(statistics.median(t.framework_seconds for t in plain))} "
+            f"| {statistics.fmean(per_round[t.number] for t in rolled):.3f} "
+            f"| {statistics.fmean(per_round[t.number] for t in plain):.3f} |"
+        )
+    judged = [c.prompt_tokens for c in runs["on"].calls if c.purpose == "judge"]
+    if judged:
+        lines.append(
+            f"\nJudge prompt (the fake's estimate, text / 4): median {statistics.median(judged):,.0f} tokens, "
+            f"from {min(judged):,} to {max(judged):,}, over {len(judged):,} judge calls."
+        )
+    return "\n".join(lines)
+
+
 def windows_for(rounds: int, window: int) -> list[tuple[str, int, int]]:
     return [("first", 1, window), ("last", rounds - window + 1, rounds)]
 
@@ -497,7 +541,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     rounds: int = arguments.rounds
     window = min(FULL_WINDOW, rounds // 4)
-    run = asyncio.run(play(rounds))
+    runs = asyncio.run(play(rounds))
+    run = runs["on"]
     windows = windows_for(rounds, window)
     prompt_rounds = sorted({n for n in PROMPT_ROUNDS if n <= rounds} | {rounds})
     ratio_rounds = (min(RATIO_ROUNDS[0], rounds // 2), min(RATIO_ROUNDS[1], rounds))
@@ -543,6 +588,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "of rounds that rolled carry their dice.\n"
     )
     print(prompt_summary(run, ratio_rounds) + "\n")
+    print("## The judge: on against off, side by side\n")
+    print(judge_table(runs))
+    print(
+        "\nThe two stories are played in turn in one process, a round of each, so both see the same machine. "
+        "Framework time is measured as above; judge calls come from the store. A plain round is never judged.\n"
+    )
     if run.anomalies:
         print("## Anomalies\n")
         print("\n".join(f"- {anomaly}" for anomaly in run.anomalies[:20]) + "\n")
