@@ -495,7 +495,8 @@ def prompt_summary(run: Run, ratio_rounds: tuple[int, int]) -> str:
 def judge_table(runs: dict[str, Run]) -> str:
     """Framework time and calls per round with the judge on and off, and the judge's prompt size."""
     lines = [
-        "| judge | framework median, rolled (ms) | framework median, plain (ms) | model calls, rolled | model calls, plain |",
+        "| judge | framework median, rolled (ms) | framework median, plain (ms) "
+        "| model calls, rolled | model calls, plain |",
         "|---|---:|---:|---:|---:|",
     ]
     for judge, run in runs.items():
