@@ -17,6 +17,7 @@ from rich.markup import escape
 from gm.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
 from gm.errors import GmError
 from gm.game import Game
+from gm.model import model_name
 from gm.public import RollPublic, StoryPublic
 from gm.round import RoundResult
 from gm.transcript import card, opened
@@ -108,6 +109,11 @@ class Chat:
             for roll in self.last_rolls:
                 self.styled(f"[dim]\u2684 {escape(card(roll))}[/dim]", f"[dice] {card(roll)}")
             self.styled("[dim](/open shows the dice in full)[/dim]", None)
+        if result.judge is not None and model_name(self.game.judge.model) == "rehearsal":
+            # A world's author rehearsing sees the judge's step too; players are not shown it.
+            for verdict in result.judge.verdicts:
+                line = f"(rehearsal) the judge read {verdict.character}'s outcome as {verdict.told_as}"
+                self.styled(f"[dim]{escape(line)}[/dim]", f"[judge] {line}")
 
     def open_cards(self) -> None:
         if self.dice_setting == "hidden":

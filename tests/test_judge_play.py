@@ -85,3 +85,18 @@ def test_gm_play_never_shows_prose_that_tells_the_opposite_of_the_dice(liar: Fak
     assert truth in played.stdout and lie not in played.stdout  # the player never read the lie
     assert len(round_two["refusals"]) == 1 and "tell it as" in round_two["refusals"][0]
     assert [v["told_as"] for v in round_two["judge"]["verdicts"]] == [roll["result"]]
+
+
+def test_a_rehearsal_shows_the_author_the_judge_step(tmp_path: Path) -> None:
+    world = Path(__file__).parent.parent / "worlds" / "harbour-heist"
+    played = gm("play", world, "--model", "rehearsal", stdin="I pick the lock of the harbour office.\n")
+    assert "Traceback" not in played.stderr
+    judged = [line for line in played.stdout.splitlines() if line.startswith("[judge]")]
+    assert len(judged) == 1 and "the judge read Odile's outcome as" in judged[0], played.stdout
+    told = judged[0].rsplit(" as ", 1)[1]
+    assert told in ("succeeded", "partial", "failed")  # the rehearsal tells its own roll, and its judge reads it
+    story = played.stdout.split("story ")[1].split(",")[0]
+    shown = json.loads(gm("show", story, "--json").stdout)
+    [record] = shown["rounds"]
+    assert record["judge"]["model"] == "rehearsal" and [v["told_as"] for v in record["judge"]["verdicts"]] == [told]
+    assert [roll["result"] for roll in record["rolls"]] == [told]
