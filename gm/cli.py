@@ -25,13 +25,9 @@ from gm.world import check_world, load_rules, load_world, world_files
 from gm.worlddef import DICE_FILE, modifier_for
 
 
-class BadInput(UsageError):
-    """Something the user typed cannot be used; the message is the `error:` line."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise BadInput(f"{message} (see '{self.prog} --help')")
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +99,7 @@ def run_odds(arguments: argparse.Namespace) -> int:
     subject: list[str] = arguments.subject
     if len(subject) == 2 and _looks_like_path(subject[0]):
         if arguments.hit is not None:
-            raise BadInput("--hit belongs to notation; a check takes its hit from dice.json")
+            raise UsageError("--hit belongs to notation; a check takes its hit from dice.json")
         check, name, modifier = _check_for_odds(Path(subject[0]), subject[1], arguments)
         result = check_odds(check, arguments.target, modifier)
         if arguments.json:
@@ -112,9 +108,9 @@ def run_odds(arguments: argparse.Namespace) -> int:
             print(render_check_odds(result, name))
         return 0
     if arguments.target is not None:
-        raise BadInput("--target belongs to a check: gm odds DICE_JSON_OR_WORLD CHECK --target T")
+        raise UsageError("--target belongs to a check: gm odds DICE_JSON_OR_WORLD CHECK --target T")
     if arguments.character is not None:
-        raise BadInput("--character belongs to a check: gm odds WORLD CHECK --character NAME")
+        raise UsageError("--character belongs to a check: gm odds WORLD CHECK --character NAME")
     distribution = dice.odds(" ".join(subject), hit=arguments.hit).shifted(arguments.modifier or 0)
     print(
         json.dumps(distribution.to_json(), indent=2) if arguments.json else render_odds(" ".join(subject), distribution)
@@ -128,11 +124,11 @@ def _check_for_odds(path: Path, key: str, arguments: argparse.Namespace) -> tupl
         if arguments.character is None:
             return load_rules(path)[key], None, arguments.modifier or 0
         if arguments.modifier is not None:
-            raise BadInput("give --character (its variable is the modifier) or --modifier, not both")
+            raise UsageError("give --character (its variable is the modifier) or --modifier, not both")
         world = load_world(path)
         check, character = world.check(key), world.character(arguments.character)
     except KeyError as error:
-        raise BadInput(str(error.args[0])) from None
+        raise UsageError(str(error.args[0])) from None
     return check, character.name, modifier_for(check, character)
 
 

@@ -13,10 +13,6 @@ from gm.errors import UsageError
 from gm.hosts import allowed_hosts
 
 
-class EditCommandError(UsageError, ValueError):
-    """Bad input to `gm edit` (no such folder, a port that cannot be used); one `error:` line."""
-
-
 def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     """Add `gm edit` to the command line."""
     edit = subcommands.add_parser(
@@ -39,13 +35,13 @@ def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
 def run_edit(arguments: argparse.Namespace) -> int:
     worlds: Path = arguments.worlds
     if not worlds.is_dir():
-        raise EditCommandError(f"there is no folder '{worlds}' to edit worlds in")
+        raise UsageError(f"there is no folder '{worlds}' to edit worlds in")
     _check_port(arguments.host, arguments.port)
     import uvicorn  # imported here: the other commands need neither it nor FastAPI
 
     from gm.editor import create_app
 
-    login, generated = editor_login(arguments.host, EditCommandError)
+    login, generated = editor_login(arguments.host, UsageError)
     # On this machine only loopback Host names are answered (refusing DNS rebinding); off it, any.
     app = create_app(worlds, allowed_hosts=allowed_hosts(arguments.host), login=login)
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
@@ -82,14 +78,14 @@ def print_login(required: bool, generated: str | None) -> None:
 def _check_port(host: str, port: int) -> None:
     """Refuse a port that cannot be listened on now, with one sentence (uvicorn would log and exit)."""
     if not 0 <= port < 65536:
-        raise EditCommandError(f"--port {port} is not a port; expected 1 to 65535 (or 0 for any free one)")
+        raise UsageError(f"--port {port} is not a port; expected 1 to 65535 (or 0 for any free one)")
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, port))
     except socket.gaierror:
-        raise EditCommandError(f"--host {host} is not an address this machine has") from None
+        raise UsageError(f"--host {host} is not an address this machine has") from None
     except OSError as error:
         reason = "it is in use" if error.errno == errno.EADDRINUSE else (error.strerror or str(error))
-        raise EditCommandError(f"cannot listen on {host}:{port}: {reason}") from None
+        raise UsageError(f"cannot listen on {host}:{port}: {reason}") from None

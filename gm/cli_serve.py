@@ -16,10 +16,6 @@ from gm.model import ModelClient, ModelSettings
 from gm.store import Store
 
 
-class ServeCommandError(UsageError, ValueError):
-    """Bad input to `gm serve` (a model it cannot serve with); one `error:` line."""
-
-
 def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     """Add `gm serve` to the command line."""
     serve = subcommands.add_parser("serve", help="serve the story API, the play page and the editor over HTTP")
@@ -46,11 +42,11 @@ def run_serve(arguments: argparse.Namespace) -> int:
     from gm.web.app import create_app
 
     if arguments.model == REHEARSAL:
-        raise ServeCommandError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
+        raise UsageError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
     model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     mounted = hosts is not None and arguments.worlds.is_dir()
-    login, generated = editor_login(arguments.host, ServeCommandError) if mounted else (None, None)
+    login, generated = editor_login(arguments.host, UsageError) if mounted else (None, None)
     if hosts is None:
         print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"

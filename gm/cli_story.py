@@ -24,10 +24,6 @@ from gm.worlddef import World, world_from_data
 REHEARSAL = "rehearsal"
 
 
-class StoryCommandError(UsageError, ValueError):
-    """Bad input to a story subcommand (unknown story, no world given); one `error:` line."""
-
-
 def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     """Add `gm play`, `gm stories` and `gm show` to the command line."""
     play = subcommands.add_parser(
@@ -62,11 +58,11 @@ def run_play(arguments: argparse.Namespace) -> int:
         world = world_from_data(story.world_data, story.dice_data)
     elif arguments.world is not None:
         if not arguments.world.exists():
-            raise StoryCommandError(f"there is no world folder '{arguments.world}'")
+            raise UsageError(f"there is no world folder '{arguments.world}'")
         story = None
         world = load_world(arguments.world)  # a world failing its check is refused here, every problem listed
     else:
-        raise StoryCommandError("name a world to start a story (gm play WORLD) or a story to continue (--story ID)")
+        raise UsageError("name a world to start a story (gm play WORLD) or a story to continue (--story ID)")
     model = choose_model(arguments, world)
     game = Game(model, store, judge_model=choose_judge(arguments, model))
     judging = {} if arguments.judge is None else {"judge": "off" if arguments.judge == "off" else "on"}
@@ -135,4 +131,4 @@ def _story(store: Store, story_id: str) -> Story:
     try:
         return store.story(story_id)
     except StoryNotFound as error:
-        raise StoryCommandError(f"{error}; gm stories lists them") from None
+        raise UsageError(f"{error}; gm stories lists them") from None

@@ -137,18 +137,14 @@ async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> 
     return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
 
 
-class BadCommand(UsageError):
-    """A player command that the API does not play (a 400)."""
-
-
 def parse_or_refuse(text: str) -> Any:
     command = parse_command(text)  # a CommandError is the client's mistake too: a 400
     if command is None:
-        raise BadCommand("the message is empty")
+        raise UsageError("the message is empty")
     if isinstance(command, SetDice):
-        raise BadCommand("change the Dice setting with PUT /api/stories/{id}/settings")
+        raise UsageError("change the Dice setting with PUT /api/stories/{id}/settings")
     if isinstance(command, Simple) and command.name != "regenerate":
-        raise BadCommand(f"/{command.name} is a command of the terminal chat, not of the API")
+        raise UsageError(f"/{command.name} is a command of the terminal chat, not of the API")
     return command
 
 
