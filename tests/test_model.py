@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -275,6 +276,32 @@ def test_a_timeout_is_retried_then_unavailable() -> None:
         complete(settings_for(fake, timeout=0.2, max_attempts=2))
     assert gave_up.value.attempts == 2
     assert "no answer within 0.2 s" in str(gave_up.value)
+
+
+def test_a_cancelled_completion_stops_at_once_and_is_not_retried() -> None:
+    """A caller that gives up (a web client gone) cancels the model call; cancelling is no transport failure."""
+    asked, done = threading.Event(), threading.Event()
+
+    def held(request: Request) -> Step:
+        asked.set()
+        done.wait(10)
+        return reply("Too late.")
+
+    async def cancel_while_asking(fake: FakeModel, time: FakeTime) -> None:
+        async with ModelClient(settings_for(fake), sleep=time.sleep, clock=time.clock) as client:
+            asking = asyncio.create_task(client.complete(HELLO))
+            assert await asyncio.to_thread(asked.wait, 10), "the request never reached the fake"
+            asking.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asking
+
+    time = FakeTime()
+    with served([held]) as fake:
+        try:
+            asyncio.run(cancel_while_asking(fake, time))
+        finally:
+            done.set()
+    assert len(fake.requests) == 1 and time.waits == []
 
 
 def test_the_total_time_bound_stops_retrying_before_a_wait_that_would_pass_it() -> None:
