@@ -187,9 +187,11 @@ class RoundTools:
 
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
         try:
-            result = dice.roll(arguments["notation"], self.source)
+            expression = dice.parse(arguments["notation"])
+            dice.require_dice(expression)  # a "roll" of a bare number would be a number nobody rolled
         except dice.DiceError as error:
             raise ModelRetry(str(error)) from None
+        result = dice.roll(expression, self.source)
         record = self._write("dice", result, str(arguments.get("reason", "")))
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
 

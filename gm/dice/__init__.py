@@ -12,7 +12,16 @@ from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
 from gm.dice.odds import Odds, estimate_cost, odds
 from gm.dice.parser import parse
 from gm.dice.result import DiceRoll, Roll
-from gm.dice.roller import DiceSource, GivenFaces, check_successes, random_source, roll, seeded_source, system_source
+from gm.dice.roller import (
+    DiceSource,
+    GivenFaces,
+    check_successes,
+    random_source,
+    require_dice,
+    roll,
+    seeded_source,
+    system_source,
+)
 from gm.dice.tree import Constant, Dice, Expression, Keep
 
 __all__ = [
@@ -33,6 +42,7 @@ __all__ = [
     "odds",
     "parse",
     "random_source",
+    "require_dice",
     "roll",
     "seeded_source",
     "system_source",

@@ -124,4 +124,13 @@ def check_successes(expression: Expression, hit: int) -> None:
         raise DiceError(expression.text, f"hit {hit} can never be rolled, expected a face from 1 to {largest}")
 
 
+def require_dice(expression: Expression) -> None:
+    """Refuse notation that rolls nothing: a roll someone is told of as a fact must come from dice."""
+    if not expression.dice:
+        raise DiceError(
+            expression.text,
+            "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1",
+        )
+
+
 _SYSTEM = system_source()
