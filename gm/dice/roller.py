@@ -11,6 +11,7 @@ import random
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from typing import Protocol, runtime_checkable
 
 from gm.dice.errors import DiceError
 from gm.dice.parser import parse
@@ -18,6 +19,21 @@ from gm.dice.result import Roll
 from gm.dice.tree import Constant, Expression
 
 DiceSource = Callable[[int, int], list[int]]
+
+
+@runtime_checkable
+class PerRollSource(Protocol):
+    """A dice source whose faces depend on which roll they belong to (such as `gm.fair.FairDice`).
+
+    Whoever rolls calls `start_roll` before each roll and rolls with the source it returns.
+    """
+
+    def start_roll(self) -> DiceSource: ...
+
+
+def for_one_roll(source: DiceSource | None) -> DiceSource | None:
+    """The source to roll one roll with: a per-roll source is told a roll starts; any other is itself."""
+    return source.start_roll() if isinstance(source, PerRollSource) else source
 
 
 def random_source(rng: random.Random) -> DiceSource:
