@@ -20,9 +20,8 @@ from pydantic import BaseModel, Field
 
 from gm.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.errors import GmError, NotFound, UsageError
-from gm.public import StoryPublic
 from gm.round import RoundEvents, RoundResult
-from gm.transcript import transcript
+from gm.transcript import story_public, transcript
 from gm.web.service import Service
 
 router = APIRouter(prefix="/api")
@@ -33,6 +32,10 @@ class StoryIn(BaseModel):
 
     world: str = Field(max_length=63, description="the world's folder name, as /api/worlds lists it")
     dice: Literal["shown", "hidden"] = "shown"
+    fair: bool = Field(default=False, description="provably fair dice: derived from a seed committed now (gm.fair)")
+    player_seed: str | None = Field(
+        default=None, max_length=200, description="with fair: the player's own seed, mixed into the dice"
+    )
 
 
 class MessageIn(BaseModel):
@@ -85,7 +88,7 @@ def list_worlds(app: ServiceDep) -> list[dict[str, Any]]:
 def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """Start a story; the answer holds the story's secret token, which is not shown again."""
     app.check_api_token(token)
-    story_id, story_token = app.start(body.world, body.dice)
+    story_id, story_token = app.start(body.world, body.dice, fair=body.fair, player_seed=body.player_seed)
     return {"story": _story(app, story_id), "token": story_token}
 
 
@@ -165,7 +168,7 @@ def round_result_json(app: Service, result: RoundResult) -> dict[str, Any]:
 
 
 def _story(app: Service, story_id: str) -> dict[str, Any]:
-    return StoryPublic.from_record(app.game.store.story(story_id)).model_dump(mode="json")
+    return story_public(app.game.store, app.game.store.story(story_id)).model_dump(mode="json")
 
 
 def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable[dict[str, Any]]]) -> StreamingResponse:
