@@ -16,7 +16,10 @@ what `gm.transcript.transcript` reads from the database) and checks, in this ord
 4. retries: no check was rolled twice for one character in one round (a round's rolls outlive its
    attempts), for the rolls made since gm kept that rule (`legacy_rolls` are older).
 
-Pure: no I/O. What it cannot see is in the README ("What the audit guarantees").
+`since(earlier, later)` checks that a later transcript of a story keeps an earlier one's history:
+the same rolls under the same hashes, and the same commitments (`gm audit --since`).
+
+Pure: no I/O. What it cannot see is in the README ("Dice integrity").
 """
 
 from __future__ import annotations
@@ -374,3 +377,24 @@ def _check_retries(rolls: list[RollPublic], legacy: int, report: AuditReport) ->
             )
         else:
             first[key] = roll
+
+
+def since(earlier: TranscriptPublic, later: TranscriptPublic) -> list[Mismatch]:
+    """Where `later` rewrites what `earlier` (a copy of the same story saved before) already held."""
+    if earlier.story.id != later.story.id:
+        return [Mismatch("story", f"the earlier transcript is of story {earlier.story.id}, not {later.story.id}")]
+    if earlier.integrity is None or later.integrity is None:
+        return [Mismatch("transcript", "both transcripts need their integrity section (gm show STORY --json)")]
+    found = []
+    now = {roll.seq: roll for roll in later.integrity.rolls}
+    for roll in earlier.integrity.rolls:
+        kept = now.get(roll.seq)
+        if kept is None:
+            found.append(Mismatch(f"roll {roll.seq}", "it was in the earlier transcript and is gone"))
+        elif roll_hash(kept.model_dump(mode="json")) != roll_hash(roll.model_dump(mode="json")):
+            found.append(Mismatch(f"roll {roll.seq}", "it is not the roll the earlier transcript had"))
+    commitments = {seed.epoch: seed.commitment for seed in later.integrity.seeds}
+    for seed in earlier.integrity.seeds:
+        if commitments.get(seed.epoch) != seed.commitment:
+            found.append(Mismatch(f"seed {seed.epoch}", "its commitment is not the one the earlier transcript had"))
+    return found

@@ -2,7 +2,8 @@
 and publish a fair story's seed.
 
 `gm audit STORY` and `gm audit --file TRANSCRIPT.json` print a verdict and the first mismatch (with
-`--json`, the whole report) and exit 1 when anything does not check out. A transcript file is
+`--json`, the whole report) and exit 1 when anything does not check out; `--since EARLIER.json`
+also checks that the story still holds what a transcript saved before held. A transcript file is
 untrusted: a file that is not a transcript is one `error:` line (exit 2), and nothing read from it
 reaches the terminal with its control characters.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gm.audit import AuditReport, audit
+from gm.audit import AuditReport, audit, since
 from gm.errors import UsageError
 from gm.public import TranscriptPublic
 from gm.seeds import reveal
@@ -41,6 +42,12 @@ def add_audit_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     )
     checking.add_argument("story", nargs="?", help="the story's id")
     checking.add_argument("--file", type=Path, help="a transcript exported with gm show STORY --json")
+    checking.add_argument(
+        "--since",
+        type=Path,
+        metavar="EARLIER.json",
+        help="a transcript of the story saved before: its rolls and commitments must be unchanged",
+    )
     checking.add_argument("--json", action="store_true", help="print the whole report as JSON")
     checking.set_defaults(run=run_audit)
 
@@ -57,13 +64,16 @@ def run_audit(arguments: argparse.Namespace) -> int:
     if (arguments.story is None) == (arguments.file is None):
         raise AuditCommandError("name a story (gm audit STORY) or a transcript file (gm audit --file FILE), not both")
     if arguments.file is not None:
-        report = audit(read_transcript(arguments.file))
+        checked = read_transcript(arguments.file)
     else:
         store = Store()
         try:
-            report = audit(transcript(store, arguments.story))
+            checked = transcript(store, arguments.story)
         except StoryNotFound as error:
             raise AuditCommandError(f"{error}; gm stories lists them") from None
+    report = audit(checked)
+    if arguments.since is not None:
+        report.mismatches += since(read_transcript(arguments.since), checked)
     if arguments.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

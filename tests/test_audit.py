@@ -43,7 +43,7 @@ def narrate_all(request: Request) -> Step:
     return call("narrate", {"narration": "It is done.", "outcomes": outcomes})
 
 
-def play_story(store: Store, harbor: Path) -> str:
+def play_story(store: Store, harbor: Path, fair: bool = True) -> str:
     script = [
         roll_mara(),
         narrate_roll(),
@@ -58,7 +58,7 @@ def play_story(store: Store, harbor: Path) -> str:
 
     async def play() -> str:
         async with table(store, script) as t:
-            story = t.game.start_story(harbor, fair=True, player_seed="coin")
+            story = t.game.start_story(harbor, fair=fair, player_seed="coin" if fair else None)
             await t.game.play(story, "I pick the lock.")
             with pytest.raises(OperatorError):
                 await t.game.play(story, "Jon watches.")
@@ -67,7 +67,8 @@ def play_story(store: Store, harbor: Path) -> str:
             return story
 
     story = asyncio.run(play())
-    reveal(store, story)
+    if fair:
+        reveal(store, story)
     return story
 
 
@@ -218,6 +219,23 @@ def test_the_command_line_says_the_verdict_and_the_first_mismatch(
     exported.write_text(json.dumps(data))
     assert main(["audit", "--file", str(exported)]) == 1
     assert "first mismatch: roll 3 (id " in capsys.readouterr().out
+
+
+def test_without_fair_dice_a_careful_forgery_shows_only_against_an_earlier_copy(
+    store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """What the README says the chain cannot do alone: whoever can write the database can rewrite every
+    hash. A transcript saved before (`--since`) still shows it."""
+    story = play_story(store, harbor, fair=False)
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps(transcript(store, story).model_dump(mode="json")))
+    forge_a_roll_and_its_chain(store, story)
+    assert audit(transcript(store, story)).ok  # consistent all the way through: the audit alone cannot tell
+    monkeypatch.setenv("GM_DATABASE_URL", str(store.engine.url.render_as_string(hide_password=False)))
+    assert main(["audit", story, "--since", str(earlier)]) == 1
+    out = capsys.readouterr().out
+    assert "first mismatch: roll 1: it is not the roll the earlier transcript had" in out
+    assert "and 3 more" in out  # every hash after the forged roll changed with it
 
 
 @pytest.mark.parametrize(
