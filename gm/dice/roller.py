@@ -11,7 +11,7 @@ import random
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from gm.dice.errors import DiceError
 from gm.dice.parser import parse
@@ -33,7 +33,9 @@ class PerRollSource(Protocol):
 
 def for_one_roll(source: DiceSource | None) -> DiceSource | None:
     """The source to roll one roll with: a per-roll source is told a roll starts; any other is itself."""
-    return source.start_roll() if isinstance(source, PerRollSource) else source
+    # getattr, not isinstance: a runtime-checkable Protocol's isinstance costs more than rolling a d20.
+    start = getattr(source, "start_roll", None)
+    return cast(DiceSource, start()) if start is not None else source
 
 
 def random_source(rng: random.Random) -> DiceSource:
