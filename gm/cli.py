@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
+from gm.cli_audit import add_audit_subcommands
 from gm.cli_edit import add_edit_subcommand
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
     check.set_defaults(run=run_check)
     add_story_subcommands(subcommands)
+    add_audit_subcommands(subcommands)
     add_serve_subcommand(subcommands)
     add_edit_subcommand(subcommands)
     return parser

@@ -14,10 +14,9 @@ from gm.errors import UsageError
 from gm.game import Game
 from gm.judge import judge_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
-from gm.public import StoryPublic
 from gm.rehearsal import RehearsalModel
 from gm.store import Store, Story, StoryNotFound
-from gm.transcript import render_transcript, transcript
+from gm.transcript import render_transcript, story_public, transcript
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
 
@@ -34,6 +33,12 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     play.add_argument("world", nargs="?", type=Path, help="a world folder (to start a new story)")
     play.add_argument("--story", help="the id of a story to continue")
     play.add_argument("--dice", choices=["shown", "hidden"], help="show the dice under the narration, or not")
+    play.add_argument(
+        "--fair",
+        action="store_true",
+        help="provably fair dice for a new story: derived from a seed committed now (gm reveal publishes it)",
+    )
+    play.add_argument("--player-seed", help="with --fair: your own seed, mixed into the dice")
     play.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}' to play offline")
     play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
@@ -63,15 +68,27 @@ def run_play(arguments: argparse.Namespace) -> int:
         world = load_world(arguments.world)  # a world failing its check is refused here, every problem listed
     else:
         raise UsageError("name a world to start a story (gm play WORLD) or a story to continue (--story ID)")
+    if story is not None and (arguments.fair or arguments.player_seed is not None):
+        raise UsageError("--fair and --player-seed choose a new story's dice; a story keeps the dice it began with")
+    if arguments.player_seed is not None and not arguments.fair:
+        raise UsageError("--player-seed is for a story with fair dice: add --fair")
     model = choose_model(arguments, world)
     game = Game(model, store, judge_model=choose_judge(arguments, model))
     judging = {} if arguments.judge is None else {"judge": "off" if arguments.judge == "off" else "on"}
     if story is None:
-        story_id = game.begin(world, settings={"dice": arguments.dice or "shown", **judging})
+        story_id = game.begin(
+            world,
+            settings={"dice": arguments.dice or "shown", **judging},
+            fair=arguments.fair,
+            player_seed=arguments.player_seed,
+        )
     else:
         story_id = story.id
         if arguments.dice or judging:
             store.update_settings(story_id, {**({"dice": arguments.dice} if arguments.dice else {}), **judging})
+    if store.story(story_id).fair:
+        seed = store.current_seed(story_id)
+        print(f"Fair dice: the seed's commitment is {seed.commitment} (gm reveal {story_id} publishes the seed)")
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master; no model is called.", flush=True)
     asyncio.run(Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty()).run())
@@ -105,9 +122,10 @@ def choose_judge(arguments: argparse.Namespace, master: ChatModel) -> ChatModel 
 
 
 def run_stories(arguments: argparse.Namespace) -> int:
-    stories = Store().stories()
+    store = Store()
+    stories = store.stories()
     if arguments.json:
-        print(json.dumps([StoryPublic.from_record(story).model_dump(mode="json") for story in stories], indent=2))
+        print(json.dumps([story_public(store, story).model_dump(mode="json") for story in stories], indent=2))
         return 0
     if not stories:
         print("No stories yet; start one with gm play WORLD.")

@@ -84,18 +84,47 @@ def parse_command(line: str) -> Command | None:
 
 
 def _player_roll(rest: str) -> PlayerRoll:
-    """The notation is the longest run of leading words that parses ("2d6 + 1 pick the lock")."""
+    """The notation is the longest run of leading words that parses ("2d6 + 1 pick the lock"), read as
+    `gm roll` reads notation, and it must roll dice.
+
+    Two readings are refused rather than guessed at: a next word that would continue the notation's last
+    term if the space were not there (`2 d6` is "2d6" written with a space inside the term, as `gm roll
+    2 d6` says, not the constant 2 "for d6"), and notation without a dice term (`/roll 7`), which would
+    hand the game master a number nobody rolled. A next word starting with digits after digits (`1d20 1
+    more try`) is words: joining them would make another number, not finish a term.
+    """
     if not rest:
         raise CommandError("say what to roll, such as /roll 2d6+1 pick the lock")
     words = rest.split()
     for count in range(len(words), 0, -1):
+        notation = " ".join(words[:count])
         try:
-            expression = dice.parse(" ".join(words[:count]))
+            expression = dice.parse(notation)
         except dice.DiceError:
             continue
+        if count < len(words):
+            _refuse_a_split_term(notation, words[count])
+        try:
+            dice.require_dice(expression)
+        except dice.DiceError as error:
+            raise CommandError(str(error)) from None
         return PlayerRoll(expression, " ".join(words[count:]))
     try:
         dice.parse(words[0])
     except dice.DiceError as error:
         raise CommandError(str(error)) from None
     raise AssertionError("unreachable: a word that parses would have been found above")
+
+
+def _refuse_a_split_term(notation: str, word: str) -> None:
+    """Refuse, as `gm roll` would, notation followed by a word that would have continued its last term."""
+    if notation[-1].isdigit() and word[0].isdigit():
+        return  # "1d20 1 more try": glued, the digits would only make a different number
+    try:
+        dice.parse(notation + word)
+    except dice.DiceError:
+        return  # glued on, the word still is not notation: it is the start of what the roll is for
+    try:
+        dice.parse(f"{notation} {word}")
+    except dice.DiceError as error:
+        raise CommandError(str(error)) from None

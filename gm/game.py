@@ -23,11 +23,13 @@ from typing import Any, Literal
 from sqlalchemy.exc import IntegrityError
 
 from gm import dice
+from gm.fair import PlayerSeedError, check_player_seed
 from gm.judge import Judge
 from gm.lru import LRU
 from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError, model_name
 from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
+from gm.seeds import first_seed
 from gm.store import Store, Story
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
@@ -68,20 +70,42 @@ class Game:
         self._memory_locks = StoryLocks()
         self._worlds: LRU[str, World] = LRU(cached_worlds)
 
-    def start_story(self, world_path: str | Path, *, settings: dict[str, Any] | None = None) -> str:
+    def start_story(
+        self,
+        world_path: str | Path,
+        *,
+        settings: dict[str, Any] | None = None,
+        fair: bool = False,
+        player_seed: str | None = None,
+    ) -> str:
         """Start a story from a world folder, copying its definitions in; a world failing its check is refused."""
-        return self.begin(load_world(Path(world_path)), settings=settings)
+        return self.begin(load_world(Path(world_path)), settings=settings, fair=fair, player_seed=player_seed)
 
-    def begin(self, world: World, *, settings: dict[str, Any] | None = None, token_hash: str | None = None) -> str:
-        """Start a story from a loaded world (already checked, as `load_world` does)."""
+    def begin(
+        self,
+        world: World,
+        *,
+        settings: dict[str, Any] | None = None,
+        token_hash: str | None = None,
+        fair: bool = False,
+        player_seed: str | None = None,
+    ) -> str:
+        """Start a story from a loaded world (already checked, as `load_world` does).
+
+        A `fair` story derives its dice from a seed committed now (gm.fair), with the player's seed mixed in if given.
+        """
+        if player_seed is not None and not fair:
+            raise PlayerSeedError("a player's seed is only for a story with fair dice")
         story = Story(
+            fair=fair,
+            player_seed=check_player_seed(player_seed) if player_seed is not None else None,
             token_hash=token_hash,
             title=world.title,
             world_data=world.world_data,
             dice_data=world.dice_data,
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
         )
-        return self.store.create_story(story).id
+        return self.store.create_story(story, first_seed() if fair else None).id
 
     def world(self, story_id: str) -> World:
         """The story's world, rebuilt from the definitions copied in at its start.

@@ -7,16 +7,27 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
 
     {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
                                                                    "judge": "on" | "off"},
-               "notices": [str]},
+               "notices": [str], "fair", "commitment"},
      "rounds": [{"number", "player_text", "narration", "refusals": [str],
                  "outcomes": [{"character", "result", "roll"}],
                  "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
-                 "rolls": [{"id", "kind", "character", "check", "check_name", "notation", "reason",
-                            "target", "modifier", "faces", "total", "successes", "value",
-                            "band", "result", "critical", "void", "dice"}]}]}
+                 "rolls": [ROLL]}],
+     "integrity": {"fair", "player_seed", "seeds": [{"epoch", "commitment", "seed", "first_roll",
+                   "last_roll", "committed_at", "revealed_at"}], "chain_length", "chain_head",
+                   "legacy_rolls", "dice", "modifiers", "rolls": [ROLL]}}
+
+    ROLL = {"id", "kind", "character", "check", "check_name", "notation", "reason", "target",
+            "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
+            "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt"}
 
 `kind` is `check` (roll_check), `dice` (roll_dice) or `player` (`/roll`); `dice` is the itemised
-line, such as "1d20 (14) = 14"; check fields are null for the other kinds.
+line, such as "1d20 (14) = 14"; check fields are null for the other kinds. `seq` is the roll's place
+in the story's chain and `prev_hash` the hash of the roll before it (gm.chain);
+`from_earlier_attempt` says a round's roll was rolled by an earlier attempt at it that did not
+finish (it failed, or its process stopped), and came back to the attempt that did (gm.retries).
+`integrity` carries what `gm audit --file` needs to check the story with no database: every roll in
+chain order (failed attempts' too), the dice.json copied into the story, the characters'
+modifiers, and a fair story's seeds (each `seed` null until revealed).
 
 The stored roll (`gm.records.RollRecord`, and its copies inside a round) names two fields
 differently: `check_key` is `check` here and `line` is `dice`. Up to version 0.1 the library's
@@ -26,13 +37,13 @@ and the API always named them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from gm.records import RollRecord, RoundRecord, Story
+    from gm.records import RollRecord, RoundRecord, SeedRecord, Story
     from gm.worlddef import World
 
 RollKind = Literal["check", "dice", "player"]
@@ -63,11 +74,21 @@ class RollPublic(BaseModel):
     critical: bool = False
     void: bool = False
     dice: str = ""
+    seq: int | None = None
+    round: int | None = None
+    attempt: str | None = None
+    seed_epoch: int | None = None
+    prev_hash: str | None = None
+    from_earlier_attempt: bool = False
 
     @classmethod
-    def from_stored(cls, stored: Mapping[str, Any] | RollRecord, world: World | None = None) -> RollPublic:
-        """A roll from its record, or from the copy of it a round or memory keeps; `world` names the check."""
+    def from_stored(
+        cls, stored: Mapping[str, Any] | RollRecord, world: World | None = None, *, unfinished: Collection[str] = ()
+    ) -> RollPublic:
+        """A roll from its record, or from the copy of it a round or memory keeps; `world` names the check,
+        and a roll rolled by one of the `unfinished` attempts (failed, or cut short) is marked as such."""
         data = stored if isinstance(stored, Mapping) else stored.model_dump(mode="json")
+        attempt = data.get("attempt_id")
         check_key = data.get("check_key")
         check_name = None
         if check_key and world is not None and world.rules is not None and check_key in world.rules:
@@ -91,6 +112,12 @@ class RollPublic(BaseModel):
             critical=data.get("critical", False),
             void=data.get("void", False),
             dice=data.get("line", ""),
+            seq=data.get("seq"),
+            round=data.get("round_number"),
+            attempt=attempt,
+            seed_epoch=data.get("seed_epoch"),
+            prev_hash=data.get("prev_hash"),
+            from_earlier_attempt=attempt in unfinished,
         )
 
     @property
@@ -140,13 +167,14 @@ class RoundPublic(BaseModel):
     judge: JudgementPublic | None = None
 
     @classmethod
-    def from_record(cls, record: RoundRecord, world: World | None) -> RoundPublic:
+    def from_record(cls, record: RoundRecord, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
+        """A round from its record; `unfinished` are the story's attempts that failed or never finished."""
         return cls(
             number=record.number,
             player_text=record.player_text,
             narration=record.narration,
             outcomes=outcomes_from(record.outcomes),
-            rolls=[RollPublic.from_stored(roll, world) for roll in record.rolls],
+            rolls=[RollPublic.from_stored(roll, world, unfinished=unfinished) for roll in record.rolls],
             refusals=list(record.refusals),
             judge=JudgementPublic.model_validate(record.judgement) if record.judgement else None,
         )
@@ -163,7 +191,11 @@ class StorySettings(BaseModel):
 
 
 class StoryPublic(BaseModel):
-    """A story as its player sees it: never its token, lease or the world's definitions."""
+    """A story as its player sees it: never its token, lease, secret seed or the world's definitions.
+
+    `fair` stories derive their dice from a committed seed (gm.fair); `commitment` is the SHA-256 of
+    the seed the next rolls are derived from.
+    """
 
     id: str
     title: str
@@ -171,9 +203,11 @@ class StoryPublic(BaseModel):
     rounds: int
     settings: StorySettings
     notices: list[str] = []  # what a player should know of how the story is played, such as "narrations are not judged"
+    fair: bool = False
+    commitment: str | None = None
 
     @classmethod
-    def from_record(cls, story: Story) -> StoryPublic:
+    def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
         judge: Literal["on", "off"] = "off" if story.settings.get("judge") == "off" else "on"
         return cls(
             id=story.id,
@@ -182,7 +216,48 @@ class StoryPublic(BaseModel):
             rounds=story.rounds,
             settings=StorySettings(dice=story.settings.get("dice", "shown"), judge=judge),
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
+            fair=story.fair,
+            commitment=commitment,
         )
+
+
+class SeedPublic(BaseModel):
+    """One seed of a fair story: its commitment from the start, the seed itself once revealed."""
+
+    epoch: int
+    commitment: str
+    seed: str | None = None
+    first_roll: int
+    last_roll: int | None = None
+    committed_at: str
+    revealed_at: str | None = None
+
+    @classmethod
+    def from_record(cls, record: SeedRecord) -> SeedPublic:
+        revealed = record.revealed_at is not None
+        return cls(
+            epoch=record.epoch,
+            commitment=record.commitment,
+            seed=record.seed if revealed else None,  # the secret stays in the database until revealed
+            first_roll=record.first_roll,
+            last_roll=record.last_roll,
+            committed_at=record.committed_at.isoformat(),
+            revealed_at=record.revealed_at.isoformat() if record.revealed_at else None,
+        )
+
+
+class IntegrityPublic(BaseModel):
+    """Everything an audit needs besides the rounds: the chain of every roll, the rules, the seeds."""
+
+    fair: bool
+    player_seed: str | None = None
+    seeds: list[SeedPublic] = []
+    chain_length: int
+    chain_head: str | None = None
+    legacy_rolls: int = 0
+    dice: dict[str, Any] | None = None  # the dice.json copied into the story at its start
+    modifiers: dict[str, dict[str, int]] = {}  # each character's number variables that checks add
+    rolls: list[RollPublic]
 
 
 class TranscriptPublic(BaseModel):
@@ -190,6 +265,7 @@ class TranscriptPublic(BaseModel):
 
     story: StoryPublic
     rounds: list[RoundPublic]
+    integrity: IntegrityPublic | None = None  # absent only in transcripts exported before gm kept one
 
 
 def outcomes_from(stored: Sequence[Mapping[str, Any]]) -> list[OutcomePublic]:

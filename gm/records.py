@@ -1,4 +1,4 @@
-"""The database's tables: stories, attempts, rolls, rounds, memory and model calls (sqlmodel).
+"""The database's tables: stories, seeds, attempts, rolls, rounds, memory and model calls (sqlmodel).
 
 Named in families as the rest of the code reads them: `StoryBase` holds what a story is made from,
 `Story` is the table. `gm.store` is the one place that reads and writes them.
@@ -50,6 +50,29 @@ class Story(StoryBase, table=True):
     lease_holder: str | None = None
     lease_expires: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
     token_hash: str | None = None  # sha256 of the story's secret token, for the web API; None for local stories
+    # Dice integrity (gm.chain, gm.fair): the chain's length and newest hash, and a fair story's seeds.
+    chain_length: int = 0
+    chain_head: str | None = None
+    legacy_rolls: int = 0  # rolls made before gm kept a round's rolls across attempts (chained by the migration)
+    fair: bool = False
+    player_seed: str | None = None
+    seed_epoch: int | None = None  # the epoch of the seed fair rolls are derived from now
+
+
+class SeedRecord(SQLModel, table=True):
+    """One of a fair story's seeds: secret until revealed, its commitment published from the start."""
+
+    __tablename__ = "seeds"
+    __table_args__ = (UniqueConstraint("story_id", "epoch"),)
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    epoch: int  # 0 for the seed drawn at the start, then one more for each reveal
+    seed: str  # 64 hex digits; never shown before `revealed_at`
+    commitment: str  # sha256 of the seed's bytes
+    first_roll: int  # the first roll number (seq) derived from this seed
+    last_roll: int | None = None  # the last, set when the seed is revealed
+    committed_at: datetime = _moment()
+    revealed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
 
 
 class Attempt(SQLModel, table=True):
@@ -66,9 +89,15 @@ class Attempt(SQLModel, table=True):
 
 
 class RollRecord(SQLModel, table=True):
-    """One roll, written when rolled and never changed: the number lives here and only here."""
+    """One roll, written when rolled and never changed: the number lives here and only here.
+
+    `seq` is the roll's place in its story (1, 2, ...) and `prev_hash` the hash of the roll before it
+    (see gm.chain); `seed_epoch` names the seed a fair roll's faces were derived from.
+    """
 
     __tablename__ = "rolls"
+    # One roll per place in a story's chain: two writers can never both add roll N.
+    __table_args__ = (Index("ix_rolls_story_seq", "story_id", "seq", unique=True),)
     id: int | None = Field(default=None, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)
     attempt_id: str = Field(foreign_key="attempts.id", index=True)
@@ -89,6 +118,9 @@ class RollRecord(SQLModel, table=True):
     critical: bool = False
     void: bool = False
     line: str = ""  # the itemised roll, e.g. "1d20 (14) = 14"
+    seq: int | None = None  # set by the store as the roll is written (every stored roll has one)
+    prev_hash: str | None = None
+    seed_epoch: int | None = None
     created_at: datetime = _moment()
 
 

@@ -27,6 +27,8 @@ from gm.model import ChatModel, Completion
 from gm.prompt import JudgedOutcome, JudgeRequest, PlayerTurn, engine_message, game_master_messages
 from gm.public import JudgementPublic, OutcomePublic, RollPublic, RoundPublic
 from gm.referee import Result, Telling, judge_refusals, referee
+from gm.retries import EarlierRolls
+from gm.seeds import dice_for, stamped
 from gm.store import ModelCall, RollRecord, RoundRecord, Store, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.worlddef import World
@@ -173,13 +175,15 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     else:
         number = story.rounds + 1
     attempt = store.start_attempt(story.id, number, regenerating=opening.regenerate)
+    source = dice_for(store, story, opening.source)  # a fair story's dice come from its seed (gm.seeds)
+    retried = EarlierRolls(store.rolls_of_round(story.id, number))  # a round's rolls outlive its attempts
 
     def write_roll(record: RollRecord) -> RollRecord:
-        stored = store.record_roll(record)
+        stored = store.record_roll(stamped(source, record))
         tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
         return stored
 
-    tools = RoundTools(world, story.id, attempt.id, number, write_roll, opening.source, earlier)
+    tools = RoundTools(world, story.id, attempt.id, number, write_roll, source, earlier, retried=retried)
     facts = [*opening.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
     if opening.player_roll is not None:
         facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
@@ -208,13 +212,14 @@ def _accept(
         judgement=state.judgement,
     )
     store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id))
+    unfinished = store.unfinished_attempts(story_id, state.number)  # whose rolls came back to this attempt
     return RoundResult(
         story_id=story_id,
         number=state.number,
         player_text=state.player_text,
         narration=ending.text,
         outcomes=outcomes,
-        rolls=[RollPublic.from_stored(roll, world) for roll in rolls],
+        rolls=[RollPublic.from_stored(roll, world, unfinished=unfinished) for roll in rolls],
         refusals=list(state.refusals),
         judge=JudgementPublic.model_validate(state.judgement) if state.judgement else None,
         model_calls=len(state.calls),

@@ -1,11 +1,12 @@
 """The one place that talks to the database: stories, attempts, rolls, rounds, memory and model calls.
 
 Rolls are append-only: each is written, in its own transaction, the moment it is rolled, and never
-changed. A round is played as an *attempt*; when the referee accepts it, the round (its text,
-narration, outcomes, refusals, and its rolls copied in by code) is written in one transaction and
-the attempt marked accepted. A failed attempt writes no round; its rolls stay, and the attempt says
-it failed. Two rounds of one story never run at once: a lease on the story row, taken with one
-conditional UPDATE, holds across processes on SQLite and PostgreSQL alike.
+changed; each is the next link of its story's hash chain (gm.chain). A round is played as an
+*attempt*; when the referee accepts it, the round (its text, narration, outcomes, refusals, and its
+rolls copied in by code) is written in one transaction and the attempt marked accepted. A failed
+attempt writes no round; its rolls stay, and the attempt says it failed (a later attempt at the same
+round gets them back: gm.retries). Two rounds of one story never run at once: a lease on the story
+row, taken with one conditional UPDATE, holds across processes on SQLite and PostgreSQL alike.
 
 `GM_DATABASE_URL` picks the database; the default is a SQLite file in `GM_HOME`
 (default `~/.local/share/gm`).
@@ -27,9 +28,21 @@ from sqlalchemy import event, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, create_engine, select
 
-from gm.errors import NotFound
+from gm.chain import genesis, roll_hash
+from gm.errors import Conflict, NotFound, RoundFailed
 from gm.migrations import upgrade
-from gm.records import Attempt, MemoryEntry, ModelCall, RollRecord, RoundRecord, Story, StoryBase, model_call_from
+from gm.public import RollPublic
+from gm.records import (
+    Attempt,
+    MemoryEntry,
+    ModelCall,
+    RollRecord,
+    RoundRecord,
+    SeedRecord,
+    Story,
+    StoryBase,
+    model_call_from,
+)
 
 __all__ = [
     "Attempt",
@@ -37,6 +50,7 @@ __all__ = [
     "ModelCall",
     "RollRecord",
     "RoundRecord",
+    "SeedRecord",
     "Store",
     "Story",
     "StoryBase",
@@ -55,6 +69,14 @@ class StoryNotFound(NotFound, LookupError):
 
     def __init__(self, story_id: str) -> None:
         super().__init__(f"there is no story '{story_id}'")
+
+
+class ChainMoved(RoundFailed):
+    """A fair roll was derived for a place in the story's chain, or from a seed, that is no longer the next one."""
+
+
+class NotFair(Conflict):
+    """A seed was asked of a story that does not use fair dice."""
 
 
 def default_database_url() -> str:
@@ -114,9 +136,14 @@ class Store:
 
     # Stories
 
-    def create_story(self, story: Story) -> Story:
+    def create_story(self, story: Story, seed: SeedRecord | None = None) -> Story:
+        """Write a new story, and a fair story's first seed with it (one transaction)."""
         with self.session() as session:
             session.add(story)
+            if seed is not None:
+                session.flush()  # the story row first: the seed refers to it
+                seed.story_id, story.seed_epoch = story.id, seed.epoch
+                session.add(seed)
             session.commit()
             return story
 
@@ -177,11 +204,102 @@ class Store:
             return attempt
 
     def record_roll(self, roll: RollRecord) -> RollRecord:
-        """Write a roll now, in its own transaction, so no later failure can lose or change it."""
+        """Write a roll now, in its own transaction, so no later failure can lose or change it.
+
+        The roll becomes the next link of its story's chain: the story's count is claimed first (one
+        UPDATE, so two writers queue instead of forking the chain), then the roll gets that place and
+        the hash of the roll before, and the story the new head. A fair roll comes with the place and
+        seed epoch it was derived for (see gm.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
+        """
+        claim = (
+            update(Story)
+            .where(col(Story.id) == roll.story_id)
+            .values(chain_length=col(Story.chain_length) + 1)
+            .returning(col(Story.chain_length), col(Story.chain_head), col(Story.seed_epoch))
+        )
         with self.session() as session:
+            claimed = session.execute(claim).first()
+            if claimed is None:
+                raise StoryNotFound(roll.story_id)
+            place, head, epoch = claimed
+            if roll.seq is not None and (roll.seq != place or roll.seed_epoch != epoch):
+                session.rollback()
+                raise ChainMoved(
+                    "this story's dice moved on while the round was played (its lease ran out, and another round "
+                    "or a reveal went ahead); the roll was not written, try again"
+                )
+            roll.seq, roll.prev_hash = place, head or genesis(roll.story_id)
             session.add(roll)
+            session.flush()  # the roll's id is part of what its hash covers
+            link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
+            session.execute(update(Story).where(col(Story.id) == roll.story_id).values(chain_head=link))
             session.commit()
             return roll
+
+    def unfinished_attempts(self, story_id: str, round_number: int | None = None) -> set[str]:
+        """The ids of a story's attempts (at one round, if given) that were not accepted: failed, or never finished."""
+        with self.session() as session:
+            query = select(Attempt.id).where(Attempt.story_id == story_id, Attempt.status != "accepted")
+            if round_number is not None:
+                query = query.where(Attempt.round_number == round_number)
+            return set(session.exec(query))
+
+    def rolls_of_round(self, story_id: str, number: int) -> list[RollRecord]:
+        """Every roll made for round `number` of a story, by any attempt, in the order rolled."""
+        with self.session() as session:
+            query = select(RollRecord).where(RollRecord.story_id == story_id, RollRecord.round_number == number)
+            return list(session.exec(query.order_by(col(RollRecord.seq))))
+
+    def story_rolls(self, story_id: str) -> list[RollRecord]:
+        """Every roll of a story, in chain order."""
+        with self.session() as session:
+            query = select(RollRecord).where(RollRecord.story_id == story_id).order_by(col(RollRecord.seq))
+            return list(session.exec(query))
+
+    # A fair story's seeds
+
+    def seeds(self, story_id: str) -> list[SeedRecord]:
+        with self.session() as session:
+            query = select(SeedRecord).where(SeedRecord.story_id == story_id).order_by(col(SeedRecord.epoch))
+            return list(session.exec(query))
+
+    def current_seed(self, story_id: str) -> SeedRecord:
+        """The seed a fair story's next rolls are derived from; `NotFair` for any other story."""
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            if story is None:
+                raise StoryNotFound(story_id)
+            seed = session.exec(
+                select(SeedRecord).where(SeedRecord.story_id == story_id, SeedRecord.epoch == story.seed_epoch)
+            ).first()
+            if not story.fair or seed is None:
+                raise NotFair(f"story '{story_id}' does not use fair dice, so it has no seed to reveal")
+            return seed
+
+    def reveal_seed(self, story_id: str, fresh: SeedRecord) -> tuple[SeedRecord, SeedRecord]:
+        """Reveal the current seed (through the rolls made so far) and make `fresh` the next, in one transaction.
+
+        Returns the revealed seed and the fresh one (its epoch and first roll set here).
+        """
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            current = self.current_seed(story_id)  # NotFair for a story without seeds
+            assert story is not None
+            current.last_roll, current.revealed_at = story.chain_length, datetime.now(UTC)
+            fresh.story_id, fresh.epoch, fresh.first_roll = story_id, current.epoch + 1, story.chain_length + 1
+            # Only from the epoch it read: a reveal that raced another is refused rather than skipping one.
+            moved = session.execute(
+                update(Story)
+                .where(col(Story.id) == story_id, col(Story.seed_epoch) == current.epoch)
+                .where(col(Story.chain_length) == story.chain_length)
+                .values(seed_epoch=fresh.epoch)
+            )
+            if moved.rowcount != 1:  # type: ignore[attr-defined]
+                session.rollback()
+                raise ChainMoved("the story's dice moved on while its seed was being revealed; try again")
+            session.add_all([current, fresh])
+            session.commit()
+            return current, fresh
 
     def fail_attempt(self, attempt_id: str, error: str, calls: Sequence[ModelCall] = ()) -> None:
         """Mark an attempt failed, with the model calls it made; its rolls stay as they are."""

@@ -23,6 +23,7 @@ from gm.errors import ModelRetry
 from gm.problems import describe
 from gm.prompt import CheckFact, check_fact_text
 from gm.referee import Outcome, RoundRoll, referee
+from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, band_for, read_value
 from gm.store import RollRecord
 from gm.worlddef import CharacterCannotRoll, World
@@ -118,7 +119,8 @@ class RoundTools:
     """The tools bound to one attempt at one round: they roll, write each roll at once, and referee.
 
     `earlier` holds the rolls of an earlier version of this round (when it is played again): asking
-    for the same check and character returns that roll instead of rolling anew.
+    for the same check and character returns that roll instead of rolling anew. `retried` offers every
+    roll made for this round before this attempt began (gm.retries), so retrying never re-rolls.
     """
 
     world: World
@@ -129,6 +131,7 @@ class RoundTools:
     source: dice.DiceSource | None = None
     earlier: Sequence[RollRecord] = ()
     rolls: list[RollRecord] = field(default_factory=list)
+    retried: EarlierRolls = field(default_factory=EarlierRolls)
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
@@ -167,10 +170,14 @@ class RoundTools:
                 if roll not in self.rolls:
                     self.rolls.append(roll)
                 return ToolReply(_check_content(roll, repeated=True))
+        if (again := self.retried.check(check.key, character.name)) is not None:
+            self.rolls.append(again)
+            return ToolReply({**_check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE})
         settled = certain(check, target, modifier)
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
             raise ModelRetry(refusal(settled, character.name))
-        result = dice.roll(check.dice, self.source, hit=check.hit if check.reading == "successes" else None)
+        source = dice.for_one_roll(self.source)
+        result = dice.roll(check.dice, source, hit=check.hit if check.reading == "successes" else None)
         rolled = result.successes if result.successes is not None else result.total
         value = read_value(check, rolled, target, modifier)
         band = band_for(check, value)
@@ -193,16 +200,29 @@ class RoundTools:
 
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
         try:
-            result = dice.roll(arguments["notation"], self.source)
+            expression = dice.parse(arguments["notation"])
+            dice.require_dice(expression)  # a "roll" of a bare number would be a number nobody rolled
         except dice.DiceError as error:
             raise ModelRetry(str(error)) from None
+        if (again := self.retried.dice(expression.text)) is not None:
+            self.rolls.append(again)
+            content = {"roll": again.id, "total": again.total, "dice": again.line, "earlier_attempt": EARLIER_NOTE}
+            return ToolReply(content)
+        result = dice.roll(expression, dice.for_one_roll(self.source))
         record = self._write("dice", result, str(arguments.get("reason", "")))
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
 
     def roll_for_player(self, expression: dice.Expression, purpose: str) -> str:
-        """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master."""
-        result = dice.roll(expression, self.source)
-        record = self._write("player", result, purpose, character=self.world.players[0].name)
+        """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master.
+
+        The same `/roll` sent again after a failed attempt at this round is not rolled again: its earlier roll stands.
+        """
+        player = self.world.players[0].name
+        if (again := self.retried.player(expression.text, purpose, player)) is not None:
+            self.rolls.append(again)
+            return player_fact(again) + EARLIER_FACT
+        result = dice.roll(expression, dice.for_one_roll(self.source))
+        record = self._write("player", result, purpose, character=player)
         return player_fact(record)
 
     def _write(self, kind: Literal["check", "dice", "player"], rolled: Roll, reason: str, **fields: Any) -> RollRecord:

@@ -7,19 +7,55 @@ print (the play page draws the same words in play.js).
 
 from __future__ import annotations
 
-from gm.public import RollPublic, RoundPublic, StoryPublic, TranscriptPublic
-from gm.store import Store
-from gm.worlddef import world_from_data
+from gm.public import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.store import Store, Story
+from gm.worlddef import World, whole_number, world_from_data
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
 
 def transcript(store: Store, story_id: str) -> TranscriptPublic:
-    """The whole story in its public shape."""
+    """The whole story in its public shape, with what an audit of it needs (`integrity`)."""
     story = store.story(story_id)
     world = world_from_data(story.world_data, story.dice_data)
-    rounds = [RoundPublic.from_record(record, world) for record in store.rounds(story_id)]
-    return TranscriptPublic(story=StoryPublic.from_record(story), rounds=rounds)
+    unfinished = store.unfinished_attempts(story_id)
+    rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    seeds = [SeedPublic.from_record(seed) for seed in store.seeds(story_id)]
+    current = next((seed.commitment for seed in seeds if seed.epoch == story.seed_epoch), None)
+    integrity = IntegrityPublic(
+        fair=story.fair,
+        player_seed=story.player_seed,
+        seeds=seeds,
+        chain_length=story.chain_length,
+        chain_head=story.chain_head,
+        legacy_rolls=story.legacy_rolls,
+        dice=story.dice_data,
+        modifiers=modifiers(world),
+        rolls=[RollPublic.from_stored(roll, world) for roll in store.story_rolls(story_id)],
+    )
+    return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
+
+
+def story_public(store: Store, story: Story, commitment: str | None = None) -> StoryPublic:
+    """A story in its public shape, with a fair story's current commitment."""
+    if story.fair and commitment is None:
+        commitment = store.current_seed(story.id).commitment
+    return StoryPublic.from_record(story, commitment)
+
+
+def modifiers(world: World) -> dict[str, dict[str, int]]:
+    """Each character's number variables that some check adds to its rolls (what an audit needs of the world)."""
+    named = {check.modifier for check in world.rules.checks if check.modifier} if world.rules else set()
+    found: dict[str, dict[str, int]] = {}
+    for character in world.characters:
+        numbers = {
+            name: number
+            for name, value in character.variables.items()
+            if name in named and (number := whole_number(value)) is not None
+        }
+        if numbers:
+            found[character.name] = numbers
+    return found
 
 
 def card(roll: RollPublic) -> str:
@@ -37,8 +73,9 @@ def card(roll: RollPublic) -> str:
 
 def opened(roll: RollPublic) -> str:
     """The card opened: the full dice line, and for a check how the value was read."""
+    earlier = ", rolled in an earlier attempt" if roll.from_earlier_attempt else ""
     if roll.kind != "check":
-        return f"{card(roll)}  [{roll.dice}]"
+        return f"{card(roll)}  [{roll.dice}{earlier}]"
     reading = roll.dice
     if roll.modifier:
         reading += f", {roll.modifier:+d}"
@@ -47,7 +84,7 @@ def opened(roll: RollPublic) -> str:
     reading += f" -> {roll.value}"
     result = "" if roll.void else f", {RESULT_WORDS.get(str(roll.result), roll.result)}"
     critical = ", critical" if roll.critical else ""
-    return f"{card(roll)}  [{reading}{result}{critical}]"
+    return f"{card(roll)}  [{reading}{result}{critical}{earlier}]"
 
 
 def render_transcript(data: TranscriptPublic) -> str:
@@ -55,6 +92,14 @@ def render_transcript(data: TranscriptPublic) -> str:
     story = data.story
     lines = [f"{story.title} ({story.id}), {story.rounds} rounds, dice {story.settings.dice}"]
     lines += [f"Note: {notice}." for notice in story.notices]
+    if story.fair:
+        lines.append(f"Fair dice: the next rolls' seed has the commitment {story.commitment}")
+        integrity = data.integrity
+        for seed in integrity.seeds if integrity else []:
+            if seed.seed is not None:
+                lines.append(f"  seed {seed.epoch} (rolls {seed.first_roll}-{seed.last_roll}) revealed: {seed.seed}")
+        if integrity and integrity.player_seed is not None:
+            lines.append(f"  mixed with the player's seed {integrity.player_seed!r}")
     for record in data.rounds:
         lines += ["", f"## Round {record.number}", f"> {record.player_text}", "", record.narration]
         for roll in record.rolls:

@@ -17,14 +17,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Column, MetaData, String, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
 from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
 
-HEAD = "judge"
-COLUMNS_AFTER_STORY_TOKEN = [("rounds", "judgement"), ("model_calls", "structured")]  # added by later revisions
+HEAD = "integrity"
+COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """
@@ -72,7 +72,7 @@ def test_the_newest_revision_is_the_head() -> None:
     """A new revision must move HEAD here; a branch (two heads) would fail too."""
     script = ScriptDirectory(str(FOLDER))
     assert script.get_heads() == [HEAD]
-    assert [revision.revision for revision in script.walk_revisions()] == [HEAD, "story_token", INITIAL]
+    assert [revision.revision for revision in script.walk_revisions()] == [HEAD, "judge", "story_token", INITIAL]
 
 
 def test_a_database_at_initial_opens_upgraded(database_url: str, engine: Engine) -> None:
@@ -103,6 +103,16 @@ def test_a_model_change_without_a_migration_is_seen(engine: Engine) -> None:
     assert change[0] == "add_column" and change[2] == "stories" and change[3].name == "mood"
 
 
+def drop_integrity(connection: Connection) -> None:
+    """Take out what the integrity revision adds, leaving the tables as create_all made them before it."""
+    connection.execute(text("DROP INDEX ix_rolls_story_seq"))
+    connection.execute(text("DROP TABLE seeds"))
+    for column in ("seq", "prev_hash", "seed_epoch"):
+        connection.execute(text(f"ALTER TABLE rolls DROP COLUMN {column}"))
+    for column in ("chain_length", "chain_head", "legacy_rolls", "fair", "player_seed", "seed_epoch"):
+        connection.execute(text(f"ALTER TABLE stories DROP COLUMN {column}"))
+
+
 @pytest.mark.parametrize("made_by", ["before the story API", "with the story API"])
 def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     database_url: str, engine: Engine, made_by: str
@@ -111,8 +121,9 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     plus stories.token_hash once the story API came (one commit made that column with create_all)."""
     SQLModel.metadata.create_all(engine)
     with engine.begin() as connection:
-        for table, column in COLUMNS_AFTER_STORY_TOKEN:  # create_all makes today's tables
+        for table, column in COLUMNS_OF_JUDGE:  # create_all makes today's tables
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+        drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
         if made_by == "before the story API":
             connection.execute(text("ALTER TABLE stories DROP COLUMN token_hash"))
         connection.execute(text(OLD_STORY))

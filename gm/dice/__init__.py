@@ -13,7 +13,18 @@ from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
 from gm.dice.odds import Odds, estimate_cost, odds
 from gm.dice.parser import parse
 from gm.dice.result import DiceRoll, Roll
-from gm.dice.roller import DiceSource, GivenFaces, check_successes, random_source, roll, seeded_source, system_source
+from gm.dice.roller import (
+    DiceSource,
+    GivenFaces,
+    PerRollSource,
+    check_successes,
+    for_one_roll,
+    random_source,
+    require_dice,
+    roll,
+    seeded_source,
+    system_source,
+)
 from gm.dice.tree import Constant, Dice, Expression, Keep
 
 __all__ = [
@@ -28,13 +39,16 @@ __all__ = [
     "GivenFaces",
     "Keep",
     "Odds",
+    "PerRollSource",
     "Roll",
     "bounds",
     "check_successes",
     "estimate_cost",
+    "for_one_roll",
     "odds",
     "parse",
     "random_source",
+    "require_dice",
     "roll",
     "seeded_source",
     "system_source",

@@ -11,6 +11,7 @@ import random
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from typing import Protocol, cast, runtime_checkable
 
 from gm.dice.errors import DiceError
 from gm.dice.parser import parse
@@ -18,6 +19,23 @@ from gm.dice.result import Roll
 from gm.dice.tree import Constant, Expression
 
 DiceSource = Callable[[int, int], list[int]]
+
+
+@runtime_checkable
+class PerRollSource(Protocol):
+    """A dice source whose faces depend on which roll they belong to (such as `gm.fair.FairDice`).
+
+    Whoever rolls calls `start_roll` before each roll and rolls with the source it returns.
+    """
+
+    def start_roll(self) -> DiceSource: ...
+
+
+def for_one_roll(source: DiceSource | None) -> DiceSource | None:
+    """The source to roll one roll with: a per-roll source is told a roll starts; any other is itself."""
+    # getattr, not isinstance: a runtime-checkable Protocol's isinstance costs more than rolling a d20.
+    start = getattr(source, "start_roll", None)
+    return cast(DiceSource, start()) if start is not None else source
 
 
 def random_source(rng: random.Random) -> DiceSource:
@@ -122,6 +140,15 @@ def check_successes(expression: Expression, hit: int) -> None:
     largest = max(term.sides for term in expression.dice)
     if isinstance(hit, bool) or not isinstance(hit, int) or not 1 <= hit <= largest:
         raise DiceError(expression.text, f"hit {hit} can never be rolled, expected a face from 1 to {largest}")
+
+
+def require_dice(expression: Expression) -> None:
+    """Refuse notation that rolls nothing: a roll someone is told of as a fact must come from dice."""
+    if not expression.dice:
+        raise DiceError(
+            expression.text,
+            "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1",
+        )
 
 
 _SYSTEM = system_source()

@@ -20,9 +20,8 @@ from pydantic import BaseModel, Field
 
 from gm.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.errors import GmError, NotFound, UsageError
-from gm.public import StoryPublic
 from gm.round import RoundEvents, RoundResult
-from gm.transcript import transcript
+from gm.transcript import story_public, transcript
 from gm.web.service import Service
 
 router = APIRouter(prefix="/api")
@@ -37,6 +36,10 @@ class StoryIn(BaseModel):
         default=None,
         description="'off' plays the story without the narration judge (it then says so); "
         "by default, the server's choice. The judge's model is the server's.",
+    )
+    fair: bool = Field(default=False, description="provably fair dice: derived from a seed committed now (gm.fair)")
+    player_seed: str | None = Field(
+        default=None, max_length=200, description="with fair: the player's own seed, mixed into the dice"
     )
 
 
@@ -90,7 +93,7 @@ def list_worlds(app: ServiceDep) -> list[dict[str, Any]]:
 def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """Start a story; the answer holds the story's secret token, which is not shown again."""
     app.check_api_token(token)
-    story_id, story_token = app.start(body.world, body.dice, body.judge)
+    story_id, story_token = app.start(body.world, body.dice, body.judge, fair=body.fair, player_seed=body.player_seed)
     return {"story": _story(app, story_id), "token": story_token}
 
 
@@ -166,7 +169,7 @@ def round_result_json(app: Service, result: RoundResult) -> dict[str, Any]:
 
 
 def _story(app: Service, story_id: str) -> dict[str, Any]:
-    return StoryPublic.from_record(app.game.store.story(story_id)).model_dump(mode="json")
+    return story_public(app.game.store, app.game.store.story(story_id)).model_dump(mode="json")
 
 
 def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable[dict[str, Any]]]) -> StreamingResponse:

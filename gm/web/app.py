@@ -17,6 +17,7 @@ from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS
 from gm.web import pages
 from gm.web.api import router
+from gm.web.api_integrity import router as integrity_router
 from gm.web.errors import answer_error
 from gm.web.limits import MAX_BODY_BYTES, BodyLimit
 from gm.web.service import Service
@@ -44,6 +45,7 @@ def create_app(
     app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
+    app.include_router(integrity_router)
     app.include_router(pages.router)
     app.add_exception_handler(GmError, answer_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)

@@ -49,12 +49,22 @@ class Service:
         except ProblemsError as error:
             raise NotFound(f"the world '{name}' fails its check: {error}") from None
 
-    def start(self, world_name: str, dice: str, judge: str | None = None) -> tuple[str, str]:
+    def start(
+        self,
+        world_name: str,
+        dice: str,
+        judge: str | None = None,
+        *,
+        fair: bool = False,
+        player_seed: str | None = None,
+    ) -> tuple[str, str]:
         """Start a story; returns its id and its secret token (shown once, stored only as a hash)."""
         world = self.world(world_name)
         token = secrets.token_urlsafe(32)
         settings = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
-        story_id = self.game.begin(world, settings=settings, token_hash=hash_token(token))
+        story_id = self.game.begin(
+            world, settings=settings, token_hash=hash_token(token), fair=fair, player_seed=player_seed
+        )
         return story_id, token
 
     def check_api_token(self, given: str | None) -> None:

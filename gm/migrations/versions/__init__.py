@@ -1,1 +1,1 @@
-"""The revisions, oldest first: initial, story_token."""
+"""The revisions, oldest first: initial, story_token, integrity."""

@@ -51,14 +51,15 @@ export function cardText(roll) {
 
 /** The card opened: what opened() shows in brackets (the itemised dice, modifier, target, value, result). */
 export function diceLine(roll) {
-  if (roll.kind !== "check") return String(roll.dice);
+  const earlier = roll.from_earlier_attempt ? ", rolled in an earlier attempt" : "";
+  if (roll.kind !== "check") return `${roll.dice}${earlier}`;
   let reading = String(roll.dice);
   if (roll.modifier) reading += `, ${signed(roll.modifier)}`;
   if (roll.target !== null && roll.target !== undefined) reading += `, target ${roll.target}`;
   reading += ` -> ${roll.value}`;
   if (!roll.void) reading += `, ${RESULT_WORDS[roll.result] || roll.result}`;
   if (roll.critical) reading += ", critical";
-  return reading;
+  return reading + earlier;
 }
 
 // ---- drawing ----
@@ -134,6 +135,16 @@ function setBusy(now) {
   busy = now;
   sendButton.disabled = now;
   regenerateButton.disabled = now || rounds.length === 0;
+}
+
+/** A fair story's current commitment (and the player's own seed, if any) under the title. */
+function showFairness(story, integrity) {
+  document.getElementById("fair").hidden = !story.fair;
+  if (!story.fair) return;
+  document.getElementById("commitment").textContent = String(story.commitment || "");
+  const playerSeed = integrity && integrity.player_seed;
+  document.getElementById("player-seed-note").hidden = !playerSeed;
+  document.getElementById("player-seed").textContent = playerSeed ? String(playerSeed) : "";
 }
 
 // ---- the API ----
@@ -308,6 +319,7 @@ async function load() {
   saveStory(storyId, token, data.story.title);
   dice = data.story.settings.dice;
   rounds = data.rounds;
+  showFairness(data.story, data.integrity);
   markDice();
   diceSetting.disabled = false;
   input.disabled = false;

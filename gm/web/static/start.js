@@ -11,6 +11,8 @@ if (tokenField) tokenField.value = apiToken();
 async function start(form) {
   const button = form.querySelector("button[type=submit]");
   const dice = form.querySelector("input[name=dice]:checked")?.value || "shown";
+  const fair = form.querySelector("input[name=fair]")?.checked || false;
+  const playerSeed = fair ? form.querySelector("input[name=player-seed]")?.value || "" : "";
   const headers = { "Content-Type": "application/json" };
   if (tokenField) {
     const given = tokenField.value.trim();
@@ -26,7 +28,7 @@ async function start(form) {
   const answer = await request("/api/stories", {
     method: "POST",
     headers,
-    body: JSON.stringify({ world: form.dataset.world, dice }),
+    body: JSON.stringify({ world: form.dataset.world, dice, fair, ...(playerSeed.trim() ? { player_seed: playerSeed } : {}) }),
   });
   if (answer.status !== 201) {
     button.disabled = false;
@@ -40,6 +42,10 @@ async function start(form) {
 }
 
 for (const form of document.querySelectorAll("form.start")) {
+  const fair = form.querySelector("input[name=fair]");
+  const seed = form.querySelector("input[name=player-seed]");
+  // A player's seed only means something for fair dice.
+  fair?.addEventListener("change", () => (seed.disabled = !fair.checked));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     start(form);
