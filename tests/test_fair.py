@@ -288,6 +288,9 @@ def test_the_api_starts_reveals_and_audits_a_fair_story(store: Store, worlds: Pa
         assert story["fair"] is True and len(story["commitment"]) == 64
         played = client.post(f"/api/stories/{story['id']}/messages", json={"text": "I pick the lock."}, headers=auth)
         assert played.status_code == 200, played.text
+        secret = store.seeds(story["id"])[0].seed
+        before = client.get(f"/api/stories/{story['id']}", headers=auth).text + played.text
+        assert secret not in before and "player_seed" in before  # the seed stays secret until revealed
         assert client.post(f"/api/stories/{story['id']}/reveal").status_code == 401
         revealed = client.post(f"/api/stories/{story['id']}/reveal", headers=auth)
         assert revealed.status_code == 200, revealed.text
