@@ -208,7 +208,9 @@ def read_verdicts(text: str, request: JudgeRequest) -> list[Verdict]:
         if who.casefold() in found:
             raise ValueError(f"it names {who} twice")
         text_quote = quote if isinstance(quote, str) else ""
-        found[who.casefold()] = Verdict(asked[who.casefold()], told, " ".join(text_quote.split())[:QUOTE_CHARS])
+        # The quote is stored and shown: no control characters (a NUL cannot even be stored on PostgreSQL).
+        printable = "".join(ch for ch in text_quote if ch.isprintable() or ch.isspace())
+        found[who.casefold()] = Verdict(asked[who.casefold()], told, " ".join(printable.split())[:QUOTE_CHARS])
     missing = [name for key, name in asked.items() if key not in found]
     if missing:
         raise ValueError(f"it says nothing of {', '.join(missing)}")

@@ -112,6 +112,13 @@ def test_an_honest_answer_is_read_in_the_request_order() -> None:
     ]
 
 
+def test_a_quote_is_kept_short_and_free_of_control_characters() -> None:
+    answer = verdicts(("Odile", "failed", "the pick\u0000 snaps\u001b[2J" + "x" * 1000), ("Bram", "partial", ""))
+    [odile, _] = read_verdicts(answer, REQUEST)
+    assert odile.quote.startswith("the pick snaps[2J") and len(odile.quote) == 300
+    assert "\x00" not in odile.quote and "\x1b" not in odile.quote
+
+
 def test_reasoning_blocks_and_code_fences_around_the_answer_are_ignored() -> None:
     fenced = f"<think>The lock... {{not json}}</think>\nHere it is:\n```json\n{HONEST}\n```"
     assert [v.told_as for v in read_verdicts(fenced, REQUEST)] == ["failed", "partial"]
