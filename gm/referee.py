@@ -3,8 +3,11 @@
 An outcome that disagrees with the dice never reaches the player or the story. The referee refuses:
 an outcome whose result differs from its roll's result; a roll named by two outcomes; a rolled-for
 character whose outcome does not name the roll; a check roll that serves no outcome; an unknown roll
-id, character, or a roll named for the wrong character; a roll that was void or is plain dice; and a
-narration that shows the player a roll id or raw tool JSON. A critical band does not change the
+id, character, or a roll named for the wrong character; a roll that was void or is plain dice; an
+outcome naming a roll whose band the game master had not yet been told (no narrating before the
+band: a `narrate` in the same message as the `roll_check` it names guesses the result, and a guess
+that happens to match is still a guess); and a narration that shows the player a roll id or raw
+tool JSON. A critical band does not change the
 result: a critical success is still `succeeded`. Each refusal is one sentence the model can act on.
 """
 
@@ -17,6 +20,7 @@ from typing import Literal
 
 Result = Literal["succeeded", "partial", "failed"]
 RESULTS: tuple[Result, ...] = ("succeeded", "partial", "failed")
+RollKind = Literal["check", "dice", "player"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,12 +28,13 @@ class RoundRoll:
     """What the referee knows of one roll of this round: never the number, only what it settled."""
 
     id: int
-    kind: Literal["check", "dice", "player"]
+    kind: RollKind
     character: str | None = None
     check: str | None = None
     band: str | None = None
     result: Result | None = None  # None for plain dice, player rolls and void check rolls
     void: bool = False
+    seen: bool = True  # False until the game master was told the roll's band in an earlier message
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,8 @@ def _outcome_refusals(
         what = "a player's roll" if roll.kind == "player" else "plain dice"
         reason = f"roll {roll.id} is {what}, not a check, so it cannot settle an outcome"
         return [Refusal(f"{reason}; leave 'roll' out of {who}'s outcome", roll.id, who)]
+    if not roll.seen:
+        return [Refusal(before_the_band(roll.id), roll.id, who)]
     refusals: list[Refusal] = []
     if roll.id in named_by:
         reason = f"roll {roll.id} is named by outcomes {named_by[roll.id] + 1} and {number}"
@@ -115,6 +122,11 @@ def _outcome_refusals(
         )
         refusals.append(Refusal(f"{reason}; the dice decide", roll.id, who))
     return refusals
+
+
+def before_the_band(roll: int) -> str:
+    """The refusal of an outcome naming a roll whose band the game master has not read yet."""
+    return f"you narrated before seeing roll {roll}'s band; read it, then narrate"
 
 
 def _unserved_rolls(rolls: Sequence[RoundRoll], outcomes: Sequence[Outcome], named_by: dict[int, int]) -> list[Refusal]:

@@ -240,6 +240,7 @@ async def _tool_loop(
             raise RoundFailed("the game master's answer was cut off before it ended the round; try again")
         state.messages.append(completion.raw_message)
         # Tool calls write rolls, so they are database work like the rest (see Store.off_loop).
+        state.tools.next_message()  # every result sent so far has now been read; this message's are not yet
         if completion.tool_calls:
             ending = await store.off_loop(_run_calls, completion, state.tools, state)
         else:

@@ -12,17 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from jsonschema import Draft202012Validator
 
 from gm import dice
 from gm.chances import certain, refusal
+from gm.completion import strip_reasoning
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
 from gm.problems import describe
 from gm.prompt import CheckFact, check_fact_text
-from gm.referee import Outcome, RoundRoll, referee
+from gm.referee import Outcome, Result, RollKind, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, band_for, read_value
 from gm.store import RollRecord
@@ -132,6 +133,11 @@ class RoundTools:
     earlier: Sequence[RollRecord] = ()
     rolls: list[RollRecord] = field(default_factory=list)
     retried: EarlierRolls = field(default_factory=EarlierRolls)
+    told: set[int] = field(default_factory=set)  # rolls whose results the model was given in an earlier message
+
+    def next_message(self) -> None:
+        """A new message of the model's begins: it has now read the result of every roll so far."""
+        self.told.update(record.id for record in self.rolls if record.id is not None)
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
@@ -261,13 +267,15 @@ class RoundTools:
         outcomes = tuple(
             Outcome(str(item["character"]), item["result"], item.get("roll")) for item in arguments["outcomes"]
         )
-        facts = [round_roll(record) for record in self.rolls]
+        facts = [round_roll(record, record.id in self.told) for record in self.rolls]
         names = [character.name for character in self.world.characters]
-        refusals = referee(facts, outcomes, str(arguments["narration"]), names)
+        # The story keeps no reasoning, even where a model wrote its thinking into the narration itself.
+        narration = strip_reasoning(str(arguments["narration"])).strip()
+        refusals = referee(facts, outcomes, narration, names)
         if refusals:
             reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
             raise ModelRetry(f"narrate was refused: {reasons} Call narrate again.")
-        return ToolReply({"accepted": True}, ended=Narration(str(arguments["narration"]), outcomes))
+        return ToolReply({"accepted": True}, ended=Narration(narration, outcomes))
 
 
 def player_fact(record: RollRecord) -> str:
@@ -287,11 +295,12 @@ def check_fact(record: RollRecord, world: World) -> str:
     return check_fact_text(rolled)
 
 
-def round_roll(record: RollRecord) -> RoundRoll:
-    """What the referee may know of a stored roll."""
+def round_roll(record: RollRecord, seen: bool = True) -> RoundRoll:
+    """What the referee may know of a stored roll, and whether the model had read its result."""
     assert record.id is not None
-    kind = record.kind if record.kind in ("check", "dice", "player") else "dice"
-    return RoundRoll(record.id, kind, record.character, record.check_key, record.band, record.result, record.void)  # type: ignore[arg-type]
+    kind = cast(RollKind, record.kind if record.kind in ("check", "dice", "player") else "dice")
+    result = cast(Result | None, record.result)
+    return RoundRoll(record.id, kind, record.character, record.check_key, record.band, result, record.void, seen)
 
 
 def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
