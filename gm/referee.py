@@ -103,13 +103,13 @@ def _outcome_refusals(
         what = "a player's roll" if roll.kind == "player" else "plain dice"
         reason = f"roll {roll.id} is {what}, not a check, so it cannot settle an outcome"
         return [Refusal(f"{reason}; leave 'roll' out of {who}'s outcome", roll.id, who)]
-    if not roll.seen:
-        return [Refusal(before_the_band(roll.id), roll.id, who)]
     refusals: list[Refusal] = []
     if roll.id in named_by:
         reason = f"roll {roll.id} is named by outcomes {named_by[roll.id] + 1} and {number}"
         refusals.append(Refusal(f"{reason}; each roll settles one outcome", roll.id, who))
     named_by.setdefault(roll.id, index)
+    if not roll.seen:  # whatever it says of the result is a guess: the only reason that matters
+        return [*refusals, Refusal(before_the_band(roll.id), roll.id, who)]
     if (roll.character or "").casefold() != who.casefold():
         reason = f"roll {roll.id} was rolled for {roll.character}, not {who}"
         refusals.append(Refusal(f"{reason}; name it in {roll.character}'s outcome", roll.id, who))

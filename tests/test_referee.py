@@ -143,3 +143,13 @@ def test_narration_showing_a_roll_id_or_tool_json_is_refused() -> None:
 def test_ordinary_prose_about_rolling_is_fine() -> None:
     text = "The barrel starts to roll down the hill; in 1 breath it is gone, and the 2 guards laugh."
     assert reasons([MARA_PICKS], [Outcome("Mara", "partial", 1)], text) == []
+
+
+def test_an_outcome_naming_a_roll_whose_band_was_not_yet_read_is_refused_even_if_it_matches() -> None:
+    unread = RoundRoll(1, "check", "Mara", "lockpicking", "Partial success", "partial", seen=False)
+    assert refused([unread], [Outcome("Mara", "partial", 1)]) == [
+        Refusal("you narrated before seeing roll 1's band; read it, then narrate", 1, "Mara")
+    ]
+    assert reasons([unread, JON_CLIMBS], [Outcome("Mara", "failed", 1), Outcome("Jon", "failed", 2)]) == [
+        "you narrated before seeing roll 1's band; read it, then narrate"
+    ]
