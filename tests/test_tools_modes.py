@@ -106,5 +106,5 @@ def test_gm_tools_is_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GM_TOOLS")
     assert ModelSettings.from_env().tools == "auto"
     monkeypatch.setenv("GM_TOOLS", "sometimes")
-    with pytest.raises(ModelNotConfigured, match="^GM_TOOLS must be native, prompted or auto, not 'sometimes'.$"):
+    with pytest.raises(ModelNotConfigured, match=r"^GM_TOOLS must be native, prompted or auto, not 'sometimes'\.$"):
         ModelSettings.from_env()
