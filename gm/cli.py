@@ -1,6 +1,7 @@
 """`gm`: the command line, a thin layer over the library.
 
-Exit codes: 0 success; 1 when `gm check` finds errors; 2 bad input, with one `error:` line on stderr;
+Exit codes: 0 success; 1 when `gm check` finds errors or `gm model check` finds gm cannot play;
+2 bad input, with one `error:` line on stderr;
 3 an internal failure, also one line. Never a traceback.
 """
 
@@ -17,6 +18,7 @@ from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
 from gm.cli_audit import add_audit_subcommands
 from gm.cli_edit import add_edit_subcommand
+from gm.cli_model import add_model_subcommands
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_subcommands(subcommands)
     add_serve_subcommand(subcommands)
     add_edit_subcommand(subcommands)
+    add_model_subcommands(subcommands)
     return parser
 
 
