@@ -57,7 +57,11 @@ class Refusal:
 
 # Tool-result JSON, a tool call or an internal roll id in the story text: the player must never see the
 # machinery. These are the one definition of each (the rehearsal neutralises the same in quoted words).
-TOOL_JSON = re.compile(r"""\{\s*"(roll|band|result|check|character|critical|error|outcomes)"\s*:""")
+TOOL_JSON = re.compile(
+    r"""\{\s*"(roll|band|result|check|character|critical|error|outcomes|name|arguments|parameters|narration)"\s*:"""
+)
+# Tool-call markup a model wrote as text that was not read as a call (it named no tool, or was malformed).
+TOOL_MARKUP = re.compile(r"</?tool_call>|</?tool_response>|<\|python_tag\|>")
 TOOL_CALL = re.compile(r"\b(roll_check|roll_dice|narrate)(\s*)\(")
 ROLL_MENTION = r"\broll(?:\s+id)?\s*(?:#|no\.?|number)?\s*"  # "roll 12", "roll id 12", "roll #12", before the id
 
@@ -147,7 +151,7 @@ def _unserved_rolls(rolls: Sequence[RoundRoll], outcomes: Sequence[Outcome], nam
 
 def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refusal]:
     refusals: list[Refusal] = []
-    if TOOL_JSON.search(narration) or TOOL_CALL.search(narration):
+    if TOOL_JSON.search(narration) or TOOL_CALL.search(narration) or TOOL_MARKUP.search(narration):
         refusals.append(Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out"))
     for roll in rolls:
         if re.search(rf"{ROLL_MENTION}{roll.id}\b", narration, re.IGNORECASE):

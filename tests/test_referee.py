@@ -153,3 +153,15 @@ def test_an_outcome_naming_a_roll_whose_band_was_not_yet_read_is_refused_even_if
     assert reasons([unread, JON_CLIMBS], [Outcome("Mara", "failed", 1), Outcome("Jon", "failed", 2)]) == [
         "you narrated before seeing roll 1's band; read it, then narrate"
     ]
+
+
+def test_a_tool_call_left_as_text_is_raw_tool_data() -> None:
+    raw_data = "the narration shows raw tool data; tell the story in prose and leave the JSON out"
+    for text in [
+        '{"name": "cast_spell", "arguments": {"spell": "fireball"}}',
+        '<tool_call>{"name": "cast_spell"}</tool_call>',
+        "<|python_tag|>brave_search.call(query='locks')",
+        '```json\n{"parameters": {}}\n```',
+    ]:
+        assert reasons([], [], text) == [raw_data], text
+    assert reasons([], [], "Mara names the ship: the Narration.") == []

@@ -93,3 +93,24 @@ def test_a_server_refusing_tools_with_tools_native_says_what_to_change(store: St
 
     with pytest.raises(ModelRequestRejected, match="takes no tools, so play with --tools prompted"):
         play(store, harbor, SHAPES["ollama-no-tools"], tools="native")
+
+
+def test_a_call_to_no_round_tool_written_as_text_stays_text_and_is_refused_as_raw_data(
+    store: Store, harbor: Path
+) -> None:
+    from gm.testing import reply
+
+    written = '<tool_call>{"name": "cast_spell", "arguments": {"spell": "fireball"}}</tool_call>'
+    script = [reply(written), reply("The harbour is quiet; no spell answers.")]
+
+    async def go() -> Any:
+        async with table(store, script, transport="http") as t:
+            story = t.game.start_story(harbor)
+            return t, await t.game.play(story, "I cast a fireball.")
+
+    t, result = asyncio.run(go())
+    assert result.narration == "The harbour is quiet; no spell answers." and result.rolls == []
+    assert result.refusals == [
+        "the narration shows raw tool data; tell the story in prose and leave the JSON out; answer again."
+    ]
+    assert t.master.requests[1]["messages"][-2] == {"role": "assistant", "content": written}  # sent back as text
