@@ -56,6 +56,7 @@ __all__ = [  # the completion's shapes live in gm.completion; they are re-export
     "ToolCall",
     "ToolsMode",
     "Usage",
+    "decided_tool_mode",
     "estimate_tokens",
     "message_text",
     "read_completion",
