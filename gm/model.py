@@ -32,17 +32,17 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any, Literal, Protocol, cast, get_args
 
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from gm import transport
 from gm.completion import Completion, ToolCall, Usage, estimate_tokens, message_text, read_completion
 from gm.errors import OperatorError
 from gm.textcalls import prompted_request, refuses_tools
+from gm.transport import is_retryable, retry_after_seconds
 
 __all__ = [  # the completion's shapes live in gm.completion; they are re-exported here, where callers look
     "ChatModel",
@@ -66,7 +66,6 @@ __all__ = [  # the completion's shapes live in gm.completion; they are re-export
 
 PLACEHOLDER_API_KEY = "not-needed"  # local servers (Ollama, llama.cpp) need no key, but the client insists on one
 OPENAI_URL = "https://api.openai.com/v1"
-RETRIED_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 ToolsMode = Literal["native", "prompted", "auto"]
 TOOLS_MODES: tuple[ToolsMode, ...] = get_args(ToolsMode)
 
@@ -247,16 +246,16 @@ class ModelClient:
                     response = await self._client.chat.completions.with_raw_response.create(**cast(Any, options))
         except openai.APIStatusError as error:
             if is_retryable(error):
-                raise self._unavailable(attempts, _reason(error, self.settings.timeout)) from None
+                raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
             raise self._rejected(error, "tools" in options) from None
         except openai.APIConnectionError as error:
-            raise self._unavailable(attempts, _reason(error, self.settings.timeout)) from None
+            raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
         latency_ms = round((self._clock() - started) * 1000)
         try:
             data = response.http_response.json()
             return read_completion(data, options, latency_ms, attempts, self._new_id, tool_names)
         except (ValueError, TypeError) as error:
-            why = "it is not JSON" if isinstance(error, json.JSONDecodeError) else _sentence_part(str(error))
+            why = "it is not JSON" if isinstance(error, json.JSONDecodeError) else transport.sentence_part(str(error))
             reason = f"an answer that is not a chat completion ({why})"
             raise ModelUnavailable(
                 f"The model server at {self._where} gave {reason}.", attempts=attempts, reason=reason
@@ -306,7 +305,7 @@ class ModelClient:
         return ModelUnavailable(message, attempts=attempts, reason=reason)
 
     def _rejected(self, error: openai.APIStatusError, had_tools: bool) -> ModelRequestRejected:
-        server_message = _server_message(error)
+        server_message = transport.server_message(error)
         code = error.code or (error.type if error.type == "insufficient_quota" else None)
         status = f"HTTP {error.status_code}" + (f" ({code})" if code else "")
         message = f"The model server at {self._where} rejected the request with {status}: {server_message}."
@@ -336,43 +335,6 @@ def decided_tool_mode(base_url: str | None, model: str) -> Literal["native", "pr
         return _DECIDED.get((base_url or OPENAI_URL, model))
 
 
-def is_retryable(error: BaseException) -> bool:
-    """Whether retrying may help: connection errors, timeouts, HTTP 408/409/429/5xx, but not an exhausted quota."""
-    if isinstance(error, openai.APIConnectionError):
-        return True
-    if not isinstance(error, openai.APIStatusError):
-        return False
-    if "insufficient_quota" in (error.code, error.type):
-        return False
-    if refuses_tools(error.status_code, _server_message(error)):
-        return False  # llama.cpp's server says "tools param requires --jinja flag" with a 500: retrying cannot help
-    return error.status_code in RETRIED_STATUSES or error.status_code >= 500
-
-
-def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """The wait a server asks for in `retry-after-ms` or `Retry-After` (seconds or an HTTP date), if any."""
-    lowered = {name.lower(): value for name, value in headers.items()}
-    try:
-        if "retry-after-ms" in lowered:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000)
-    except ValueError:
-        pass  # a malformed header is ignored, as if absent: Retry-After may still say
-    value = lowered.get("retry-after", "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
 def request_options(
     model: str,
     messages: Sequence[Mapping[str, Any]],
@@ -389,28 +351,3 @@ def request_options(
     if response_format is not None:
         options["response_format"] = dict(response_format)
     return options
-
-
-def _reason(error: openai.APIError, timeout: float) -> str:
-    if isinstance(error, openai.APITimeoutError):
-        return f"no answer within {timeout:g} s"
-    if isinstance(error, openai.APIStatusError):
-        return f"HTTP {error.status_code} ({_server_message(error)})"
-    cause = error.__cause__
-    return (
-        f"a connection error ({_sentence_part(str(cause) or type(cause).__name__)})" if cause else "a connection error"
-    )
-
-
-def _server_message(error: openai.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"].strip():
-        return _sentence_part(body["message"])
-    text = error.response.text if body is None else str(body)
-    return _sentence_part(text) or "no reason given"
-
-
-def _sentence_part(text: str, limit: int = 300) -> str:
-    """Text fit to sit inside one sentence: one line, no final full stop, not too long."""
-    flat = " ".join(text.split()).rstrip(".")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
