@@ -99,20 +99,28 @@ async def _models(settings: ModelSettings, report: Report) -> None:
     try:
         async with client:
             listed = await client.models.list()
-            report.models = sorted(printable(str(model.id)) for model in listed.data)
+            names = (getattr(model, "id", None) for model in listed.data)
+            report.models = sorted(printable(name) for name in names if isinstance(name, str))
         report.reachable = True
     except openai.APIStatusError as error:
         report.reachable = True  # it answered; it just has no /models
         report.details["models"] = f"HTTP {error.status_code}"
     except openai.APIConnectionError as error:
-        cause = error.__cause__ or error
-        report.details["reachable"] = printable(str(cause) or type(cause).__name__)
-        what = "did not answer in time" if isinstance(error, openai.APITimeoutError) else "cannot be reached"
-        report.problem = (
-            f"the server at {report.base_url} {what} ({report.details['reachable']}); start it, or point "
-            "--base-url (or OPENAI_BASE_URL) at where it listens"
-        )
+        _unreachable(report, error)
+    except (openai.OpenAIError, ValueError, TypeError) as error:  # it answered, with something that is no list
+        report.reachable = True
+        report.details["models"] = printable(f"no model list: {type(error).__name__}")
     report.latency_ms = round((time.monotonic() - started) * 1000)
+
+
+def _unreachable(report: Report, error: openai.APIConnectionError) -> None:
+    cause = error.__cause__ or error
+    report.details["reachable"] = printable(str(cause) or type(cause).__name__)
+    what = "did not answer in time" if isinstance(error, openai.APITimeoutError) else "cannot be reached"
+    report.problem = (
+        f"the server at {report.base_url} {what} ({report.details['reachable']}); start it, or point "
+        "--base-url (or OPENAI_BASE_URL) at where it listens"
+    )
 
 
 async def _tool_probe(settings: ModelSettings, report: Report, mode: str) -> Outcome:
@@ -191,6 +199,11 @@ def _conclude(settings: ModelSettings, report: Report) -> None:
 
 
 def _no_tools_problem(report: Report) -> str:
+    if report.native == "failed" and report.prompted in ("failed", "not tried"):
+        return (
+            f"the model did not answer the probe ({report.details.get('native', 'no reason given')}); check that "
+            "the server is serving it (its log says why), then check again"
+        )
     if report.native == "refused":
         return (
             "the server refuses tools and the model wrote no usable call in text either; start the server with its "

@@ -119,3 +119,9 @@ def test_a_timeout_must_be_positive(timeout: str) -> None:
 def test_no_model_configured_is_one_error_line() -> None:
     ran = gm("model", "check", "--base-url", "http://127.0.0.1:1/v1", env={"GM_MODEL": ""})
     assert ran.returncode == 2 and ran.stderr.startswith("error: The model is not configured: set GM_MODEL")
+
+
+def test_a_model_that_fails_to_answer_is_told_apart_from_one_without_tools() -> None:
+    ran = check(lambda request: http_error(500, "CUDA out of memory"))
+    assert ran.returncode == 1 and rows(ran)["native tool calls"].startswith("failed (")
+    assert ran.stderr.startswith("error: the model did not answer the probe (") and "its log says why" in ran.stderr
