@@ -125,3 +125,11 @@ def test_a_model_that_fails_to_answer_is_told_apart_from_one_without_tools() -> 
     ran = check(lambda request: http_error(500, "CUDA out of memory"))
     assert ran.returncode == 1 and rows(ran)["native tool calls"].startswith("failed (")
     assert ran.stderr.startswith("error: the model did not answer the probe (") and "its log says why" in ran.stderr
+
+
+def test_tools_is_checked_on_every_command_that_talks_to_a_model(tmp_path: Path) -> None:
+    for command in (["play", str(tmp_path)], ["serve"], ["model", "check"]):
+        ran = gm(*command, "--tools", "sometimes")
+        assert ran.returncode == 2 and "argument --tools: invalid choice: 'sometimes'" in ran.stderr, ran
+    ran = gm("model", "check", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", env={"GM_TOOLS": "often"})
+    assert ran.returncode == 2 and ran.stderr == "error: GM_TOOLS must be native, prompted or auto, not 'often'.\n"
