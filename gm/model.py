@@ -58,6 +58,7 @@ __all__ = [  # the completion's shapes live in gm.completion; they are re-export
     "Usage",
     "decided_tool_mode",
     "estimate_tokens",
+    "forget_tool_modes",
     "message_text",
     "read_completion",
     "request_options",
@@ -327,6 +328,12 @@ def _decide(where: str, model: str, mode: Literal["native", "prompted"]) -> None
     with _DECIDING:
         if mode == "prompted" or (where, model) not in _DECIDED:
             _DECIDED[(where, model)] = mode
+
+
+def forget_tool_modes() -> None:
+    """Forget every `auto` decision of this process (a test's fake servers come and go on reused ports)."""
+    with _DECIDING:
+        _DECIDED.clear()
 
 
 def decided_tool_mode(base_url: str | None, model: str) -> Literal["native", "prompted"] | None:
