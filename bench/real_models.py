@@ -32,7 +32,7 @@ from typing import Any
 
 from gm import dice
 from gm.game import Game
-from gm.model import ModelClient, ModelSettings, ToolsMode
+from gm.model import ModelClient, ModelSettings, ToolsMode, forget_tool_modes
 from gm.store import Store
 from gm.testing import FakeModel
 from gm.testing.shapes import SHAPES, Shape, round_script
@@ -46,6 +46,7 @@ TEXT_FORMS = ("hermes-text", "fenced-json", "bare-json", "llama3-python_tag")
 
 async def play(shape: Shape, tools: ToolsMode, rounds: int, folder: Path) -> dict[str, Any]:
     """One story of `rounds` rounds through `shape`; what happened."""
+    forget_tool_modes()  # each fake is a new endpoint, though its port may be an earlier one's
     store = Store(f"sqlite:///{folder / f'{shape.name}-{tools}.db'}")
     world = write_world(folder / f"harbor-{shape.name}-{tools}")
     fake = FakeModel(round_script(shape), request_schema=SCHEMA).start()
