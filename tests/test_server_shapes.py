@@ -114,3 +114,33 @@ def test_a_call_to_no_round_tool_written_as_text_stays_text_and_is_refused_as_ra
         "the narration shows raw tool data; tell the story in prose and leave the JSON out; answer again."
     ]
     assert t.master.requests[1]["messages"][-2] == {"role": "assistant", "content": written}  # sent back as text
+
+
+def test_with_tools_prompted_narrating_before_the_band_is_refused_the_same(store: Store, harbor: Path) -> None:
+    from gm.testing.shapes import written
+
+    honest = round_script(SHAPES["hermes-text"])
+    guess = {"narration": "It half gives.", "outcomes": [{"character": "Mara", "result": "partial", "roll": 1}]}
+    rolling = {"check": "attempt", "character": "Mara", "target": 12, "reason": "pick the lock"}
+    first = written([("roll_check", rolling), ("narrate", guess)], "hermes")
+    answers = iter([first])
+
+    def script(request: dict[str, Any]) -> Any:
+        if "# Tools" in request["messages"][0]["content"] and len(request["messages"]) == 2:
+            return next(answers)  # the round's first game-master request
+        return honest(request)
+
+    async def go() -> Any:
+        async with table(store, script, script, judge=script, faces=[11], transport="http", tools="prompted") as t:
+            story = t.game.start_story(harbor)
+            return t, await t.game.play(story, "I pick the lock.")
+
+    t, result = asyncio.run(go())
+    [roll] = result.rolls
+    assert roll.id == 1 and result.refusals == [
+        "narrate was refused: (1) you narrated before seeing roll 1's band; read it, then narrate. Call narrate again."
+    ]
+    assert result.narration == NARRATION and result.outcomes[0].result == "partial"
+    told = t.master.requests[1]["messages"]
+    assert [m["role"] for m in told[-3:]] == ["assistant", "user", "user"]  # the calls, then each result as text
+    assert "before seeing roll 1's band" in told[-1]["content"]
