@@ -125,7 +125,7 @@ def read_completion(
         found = text_calls(content, names)
         if found is not None:
             content = found.text or None
-            tool_calls = [ToolCall(new_id(), call.name, call.arguments) for call in found.calls]
+            tool_calls = [ToolCall(new_id(), call.name, normal_arguments(call.arguments)) for call in found.calls]
             written = True
     if tool_calls and content is not None and not content.strip():
         content = None  # `content: ""` beside calls (Ollama, LM Studio) says nothing

@@ -6,7 +6,8 @@ content. `text_calls` reads the common forms:
 - one or several `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks (Hermes, Qwen;
   the last one may be left unclosed), with any text around them kept as the message's text;
 - a fenced (```json ... ```) or bare JSON object with `name` and `arguments` (or `parameters`),
-  or a list of such objects, as the whole answer;
+  or a list of such objects, as the whole answer (OpenAI's `{"type": "function", "function":
+  {...}}` written out counts too);
 - Llama 3's `<|python_tag|>{"name": ..., "parameters": {...}}`, several joined by `;`.
 
 Only calls that all name tools on offer count. Anything else (text that merely looks like JSON, a
@@ -93,6 +94,8 @@ def _call(body: str, tools: Collection[str]) -> WrittenCall | None:
 
 
 def _from_object(data: Any, tools: Collection[str]) -> WrittenCall | None:
+    if isinstance(data, dict) and "name" not in data and isinstance(data.get("function"), dict):
+        data = data["function"]  # OpenAI's own shape, {"type": "function", "function": {...}}, written out
     if not isinstance(data, dict) or data.get("name") not in tools:
         return None
     keys = set(data) - {"name", "type", "id"}

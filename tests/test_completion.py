@@ -88,6 +88,8 @@ def hermes(*calls: tuple[str, Any], key: str = "arguments") -> str:
         json.dumps({"name": "roll_check", "arguments": ROLL}),
         json.dumps({"name": "roll_check", "arguments": json.dumps(ROLL)}),  # arguments as JSON text
         json.dumps([{"name": "roll_check", "arguments": ROLL}]),
+        json.dumps({"type": "function", "function": {"name": "roll_check", "arguments": json.dumps(ROLL)}}),
+        json.dumps({"name": "roll_check", "arguments": json.dumps(json.dumps(ROLL))}),  # double-encoded, as text
         f"<|python_tag|>{json.dumps({'name': 'roll_check', 'parameters': ROLL})}<|eom_id|>",
         f"<|python_tag|>{json.dumps({'name': 'roll_check', 'parameters': ROLL})}",
         f"<think>I should roll.</think>\n{hermes(('roll_check', ROLL))}",
