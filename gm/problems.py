@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from gm.errors import UsageError
+from gm.text import unstorable
 
 Severity = Literal["error", "warning"]
 
@@ -96,6 +97,30 @@ def schema_problems(validator: Draft202012Validator, data: Any) -> list[Problem]
     """Every schema error in `data`, in document order, worded for an author."""
     errors = sorted(validator.iter_errors(data), key=lambda error: [str(part) for part in error.absolute_path])
     return [Problem(error.json_path, describe(error)) for error in errors]
+
+
+def text_problems(data: Any) -> list[Problem]:
+    """Every string (value or member name) in `data` that a story cannot store: a NUL or half a surrogate pair.
+
+    PostgreSQL's text cannot hold U+0000, so such a file is refused here rather than by the database
+    when a story starts from it (see `gm.text`). The walk is a loop, not recursion, so no nesting breaks it.
+    """
+    problems: list[Problem] = []
+    pending: list[tuple[str, Any]] = [("$", data)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if reason := unstorable(value):
+                problems.append(Problem(path, f"the text {reason}, which a story cannot store; remove it"))
+        elif isinstance(value, dict):
+            for name, member in value.items():
+                if reason := unstorable(name):
+                    problems.append(Problem(path, f"the name {_shown(name)} {reason}; rename it"))
+                    continue
+                pending.append((member_path(path, name), member))
+        elif isinstance(value, list):
+            pending.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+    return sorted(problems, key=document_order)
 
 
 def describe(error: ValidationError) -> str:

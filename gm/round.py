@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gm import dice
-from gm.errors import Conflict, GmError, ModelRetry, RoundFailed, StoryBusy
+from gm.errors import Conflict, ModelRetry, RoundFailed, StoryBusy
+from gm.failing import end_failed
 from gm.judge import Judge
 from gm.memory import recall
 from gm.model import ChatModel, Completion
@@ -133,11 +134,10 @@ async def play_round(
         state = await store.off_loop(_begin, store, story_id, world, opening, tell)
         try:
             ending = await _tool_loop(store, model, world, state, settings, judge)
-        except GmError as error:  # the game master gave up (RoundFailed) or could not be reached (OperatorError)
+            return await store.off_loop(_accept, store, story_id, world, state, ending, regenerate)
+        except BaseException as error:  # gave up, unreachable, a failed write, a bug: never left running
             calls = _bind(state.calls, story_id, state.attempt_id)
-            await store.off_loop(store.fail_attempt, state.attempt_id, str(error), calls)
-            raise
-        return await store.off_loop(_accept, store, story_id, world, state, ending, regenerate)
+            raise await end_failed(store, state.attempt_id, calls, error) from None
     finally:
         await store.off_loop(store.release_lease, story_id, holder)
 

@@ -43,6 +43,7 @@ from gm.records import (
     StoryBase,
     model_call_from,
 )
+from gm.text import storable, unstorable
 
 __all__ = [
     "Attempt",
@@ -148,6 +149,8 @@ class Store:
             return story
 
     def story(self, story_id: str) -> Story:
+        if unstorable(story_id):  # no story has such an id, and PostgreSQL could not even look for it
+            raise StoryNotFound(story_id.encode("ascii", "backslashreplace").decode())
         with self.session() as session:
             found = session.get(Story, story_id)
             if found is None:
@@ -302,11 +305,16 @@ class Store:
             return current, fresh
 
     def fail_attempt(self, attempt_id: str, error: str, calls: Sequence[ModelCall] = ()) -> None:
-        """Mark an attempt failed, with the model calls it made; its rolls stay as they are."""
+        """Mark an unfinished attempt failed, with the model calls it made; its rolls stay as they are.
+
+        An attempt already accepted stays accepted (its calls were written with it).
+        """
         with self.session() as session:
             attempt = session.get(Attempt, attempt_id)
+            if attempt is not None and attempt.status == "accepted":
+                return
             if attempt is not None:
-                attempt.status, attempt.error = "failed", error
+                attempt.status, attempt.error = "failed", storable(error)
                 session.add(attempt)
             session.add_all(list(calls))
             session.commit()

@@ -20,7 +20,7 @@ from gm import dice
 from gm.chances import certain, refusal
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
-from gm.problems import describe
+from gm.problems import describe, text_problems
 from gm.prompt import CheckFact, check_fact_text
 from gm.referee import Outcome, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
@@ -335,4 +335,6 @@ def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any]:
         first = problems[0]
         where = ".".join(str(part) for part in first.absolute_path) or "arguments"
         raise ModelRetry(f"{name}: {where}: {describe(first)}")
+    for problem in text_problems(raw):  # a NUL, which PostgreSQL cannot store: refused the same on SQLite
+        raise ModelRetry(f"{name}: {problem.path.removeprefix('$.')}: {problem.message}")
     return raw

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems
+from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems, text_problems
 from gm.rules import Check, Rules, coverage_problems, parse_rules
 from gm.rules import validate as validate_dice
 
@@ -183,7 +183,7 @@ def world_from_data(world_data: Any, dice_data: Any | None = None, source: str =
 
 def validate_world(world_data: Any, dice_data: Any | None = None) -> list[Problem]:
     """Every problem in parsed world.json and dice.json (None: the world has none), world.json's first."""
-    world_problems = schema_problems(_validator(), world_data)
+    world_problems = schema_problems(_validator(), world_data) + text_problems(world_data)
     characters = _raw_characters(world_data)
     world_problems.extend(_character_problems(characters))
     dice_problems: list[Problem] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -24,6 +25,7 @@ from gm.round import RoundEvents, RoundResult
 from gm.transcript import story_public, transcript
 from gm.web.service import Service
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
 
 
@@ -69,23 +71,29 @@ ServiceDep = Annotated[Service, Depends(service)]
 TokenDep = Annotated[str | None, Depends(bearer)]
 
 
+class WorldOut(BaseModel):
+    """A world of the server's worlds folder; one whose files fail their check is listed with its `problem`."""
+
+    name: str = Field(description="the world's folder name, to start a story with")
+    title: str = Field(description="the world's title (its folder name when the world is broken)")
+    players: list[str] = Field(description="the characters a player plays")
+    checks: int = Field(description="how many dice checks the world has")
+    problem: str | None = Field(None, description="why no story can start from this world, or null when one can")
+
+
 @router.get("/worlds")
-def list_worlds(app: ServiceDep) -> list[dict[str, Any]]:
-    """The worlds a story can be started from."""
+def list_worlds(app: ServiceDep) -> list[WorldOut]:
+    """The worlds of the server; a broken one is listed with the sentence saying why it cannot be played."""
     listed = []
     for name in app.world_names():
         try:
             world = app.world(name)
-        except NotFound:
-            continue  # a world failing its check is not offered
-        listed.append(
-            {
-                "name": name,
-                "title": world.title,
-                "players": [character.name for character in world.players],
-                "checks": len(world.rules.checks) if world.rules else 0,
-            }
-        )
+        except NotFound as error:  # a world failing its check is listed, but not offered
+            listed.append(WorldOut(name=name, title=name, players=[], checks=0, problem=str(error)))
+            continue
+        players = [character.name for character in world.players]
+        checks = len(world.rules.checks) if world.rules else 0
+        listed.append(WorldOut(name=name, title=world.title, players=players, checks=checks, problem=None))
     return listed
 
 
@@ -186,6 +194,9 @@ def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable
                 tell("done", answer)
             except GmError as error:
                 tell("failed", {"error": str(error)})
+            except Exception:  # a bug: the client still gets its `failed` event, and the log the traceback
+                log.exception("internal error while streaming a round of story %s", story_id)
+                tell("failed", {"error": "internal error; it has been logged"})
             finally:
                 queue.put_nowait(None)
 
