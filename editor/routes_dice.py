@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
-from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json
+from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json, read_regular
 from gm.rules import validate
 from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
 
@@ -224,10 +224,12 @@ def _raw_page(
     """The raw view: dice.json as it is on disk, and a box for pasted (or the form's) JSON with its problems."""
     editor = editor_of(request)
     path = world_file(editor.folder(name), DICE_FILE)
-    on_disk = None
+    on_disk, unreadable = None, ""
     if path.exists():
-        raw = path.read_bytes()[: MAX_FILE_BYTES + 1]
-        on_disk = raw.decode("utf-8", errors="replace")
+        try:
+            on_disk = read_regular(path, MAX_FILE_BYTES).decode("utf-8", errors="replace")
+        except OSError as error:  # a FIFO or a device is refused, never waited on
+            unreadable = error.strerror or str(error)
     return editor.page(
         request,
         "raw.html",
@@ -235,6 +237,7 @@ def _raw_page(
         name=name,
         title=title_of(world.data, name),
         on_disk=on_disk,
+        unreadable=unreadable,
         text=text,
         source=source,
         problems=problems,
