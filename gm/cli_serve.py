@@ -69,6 +69,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
         editor=mounted,
         editor_hosts=hosts or LOOPBACK_HOSTS,
         editor_login=login,
+        api_hosts=allowed_hosts(arguments.host),
     )
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0

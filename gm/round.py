@@ -44,6 +44,7 @@ def _ignore(kind: str, data: dict[str, Any]) -> None:
     """The listener when nobody listens."""
 
 
+NOTHING_TO_REGENERATE = "there is no round to play again yet"
 PLAIN_TEXT_REFUSAL = (
     "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
     "naming each roll; plain text cannot end this round."
@@ -160,7 +161,7 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     if opening.regenerate:
         last = store.round(story.id, story.rounds)
         if last is None:
-            raise Conflict("there is no round to play again yet")
+            raise Conflict(NOTHING_TO_REGENERATE)
         player_text, number = last.player_text, last.number
         earlier = store.rolls_by_id([roll["id"] for roll in last.rolls])
     else:

@@ -98,9 +98,10 @@ def make_engine(url: str) -> Engine:
     """An engine; SQLite gets WAL and a busy timeout so several processes can share the file."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(connection: Any, _record: Any) -> None:
