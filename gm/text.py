@@ -68,3 +68,17 @@ def storable(text: str) -> str:
 def visible(text: str) -> str:
     """`text` with every control character but line breaks and tabs shown as a visible symbol, for a terminal."""
     return text.replace("\r\n", "\n").translate(_SHOWN)
+
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f]")
+
+
+def visible_json(text: str) -> str:
+    """JSON text (as `json.dumps(..., ensure_ascii=False)` writes it) with DEL and C1 controls escaped too.
+
+    json.dumps escapes C0 controls itself; these it leaves raw. Escaped, the JSON means the same data.
+
+    >>> print(visible_json('"a' + chr(0x9B) + 'b"'))
+    "a\\u009bb"
+    """
+    return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
