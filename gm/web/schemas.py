@@ -73,7 +73,19 @@ EVENT_STREAM: dict[int | str, dict[str, Any]] = {
         "description": "Server-sent events: `working` (a model call starts), `roll` (each roll, in the transcript's "
         "shape), `refusal` (drop what was shown of a refused ending), `narration`, then `done` (with the round, "
         'as the JSON endpoint answers it) or `failed` (`{"error": "<one sentence>"}`).',
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        # Before OpenAPI 3.2 (FastAPI writes 3.1) an event stream's `schema` describes each event.
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["event", "data"],
+                    "properties": {
+                        "event": {"enum": ["working", "roll", "refusal", "narration", "done", "failed"]},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                    },
+                }
+            }
+        },
     }
 }
 
