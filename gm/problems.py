@@ -141,7 +141,7 @@ def describe(error: ValidationError) -> str:
     if kind == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(found) - set(allowed)) if isinstance(found, dict) else []
-        names = ", ".join(f"'{name}'" for name in extra)
+        names = ", ".join(_shown(name) for name in extra)  # quoted and cut short: a name may be anything
         return f"{names} {'is' if len(extra) == 1 else 'are'} not known here; expected only {', '.join(allowed)}"
     if kind == "type":
         kinds = expected if isinstance(expected, list) else [expected]
