@@ -94,8 +94,16 @@ def test_accepting_is_fenced_on_the_lease_holder(store: Store) -> None:
     attempt = store.start_attempt(story.id, 1)
 
     def record() -> RoundRecord:
-        return RoundRecord(story_id=story.id, number=1, attempt_id=attempt.id, player_text="p", narration="n",
-                           outcomes=[], rolls=[], refusals=[])  # fmt: skip
+        return RoundRecord(
+            story_id=story.id,
+            number=1,
+            attempt_id=attempt.id,
+            player_text="p",
+            narration="n",
+            outcomes=[],
+            rolls=[],
+            refusals=[],
+        )
 
     with pytest.raises(LeaseLost):
         store.accept_round(attempt.id, record(), holder="someone else")
@@ -119,8 +127,18 @@ def test_the_next_round_marks_an_abandoned_attempt(store: Store, tmp_path: Path)
             # A process took the lease and started an attempt, then died: its lease expired, its attempt ran on.
             assert store.take_lease(story, "dead process", 0.05)
             dead = store.start_attempt(story, 1)
-            store.record_roll(RollRecord(story_id=story, attempt_id=dead.id, round_number=1, kind="dice",
-                                         notation="1d6", faces=[[3]], total=3, line="1d6 (3) = 3"))  # fmt: skip
+            store.record_roll(
+                RollRecord(
+                    story_id=story,
+                    attempt_id=dead.id,
+                    round_number=1,
+                    kind="dice",
+                    notation="1d6",
+                    faces=[[3]],
+                    total=3,
+                    line="1d6 (3) = 3",
+                )
+            )
             await asyncio.sleep(0.1)
             result = await played.game.play(story, "I look around.")
             assert result.number == 1
