@@ -1,12 +1,13 @@
 """One round, top to bottom: player text -> tool loop -> refereed outcome -> stored.
 
 The story's lease is taken so no other round of it runs at once, and renewed while the round runs
-(`gm.lease`); the accepted round is written only if the lease is still held. The game master is called with the
-world, the past and the player's text; its tool calls are run in order, each roll written as it is
-rolled. The round ends when narrate is accepted by the referee, or, in a round where no check was
-rolled, when the model answers in plain text. Refusals and model calls are bounded; past either
-bound, or when the model's answer is cut off, the round fails cleanly: its rolls stay (marked by
-their failed attempt), nothing else is written, and the caller gets one sentence to show the player.
+(`gm.lease`); the accepted round is written only if the lease is still held. The game master is
+called with the world, the past and the player's text; its tool calls are run in order, each roll
+written as it is rolled. The round ends when narrate is accepted by the referee, or, in a round
+where no check was rolled, when the model answers in plain text. Refusals and model calls are
+bounded; past either bound, or when the model's answer is cut off, the round fails cleanly: its
+rolls stay (marked by their failed attempt), nothing else is written, and the caller gets one
+sentence to show the player (whatever else stops a round ends its attempt the same way: `gm.failing`).
 """
 
 from __future__ import annotations
