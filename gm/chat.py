@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -65,7 +65,11 @@ class Chat:
                 return self.console.input("[bold]> [/bold]")
             except EOFError:
                 return None
-        raw = sys.stdin.buffer.readline()  # bytes: a line that is not UTF-8 is refused, not fatal
+        stdin: BinaryIO | None = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # a text stream (as when gm.cli.main runs in process): already decoded
+            text = sys.stdin.readline()
+            return None if text == "" else text
+        raw = stdin.readline()  # bytes: a line that is not UTF-8 is refused, not fatal
         if raw == b"":
             return None
         self.lines_read += 1

@@ -86,7 +86,7 @@ def round_settings(environ: Mapping[str, str]) -> RoundSettings:
     try:
         check_settings(settings)
     except ValueError as error:
-        raise ServeCommandError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
+        raise UsageError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
     return settings
 
 
@@ -97,7 +97,7 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     try:
         return float(text)
     except ValueError:
-        raise ServeCommandError(f"{name} must be a number of seconds, not {text!r}") from None
+        raise UsageError(f"{name} must be a number of seconds, not {text!r}") from None
 
 
 def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:

@@ -15,8 +15,8 @@ from gm.game import Game
 from gm.judge import judge_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.rehearsal import RehearsalModel
-from gm.text import visible, visible_json
 from gm.store import Store, Story, StoryNotFound
+from gm.text import visible, visible_json
 from gm.transcript import render_transcript, story_public, transcript
 from gm.world import load_world
 from gm.worlddef import World, world_from_data

@@ -37,6 +37,7 @@ from web import served_app
 
 from gm.store import Attempt, Store
 from gm.testing import Request, Step, call, reply
+from gm.testing.judging import honest_judge, is_judge_request
 
 EXAMPLES = int(os.environ.get("GM_FUZZ_EXAMPLES", "15"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -54,7 +55,10 @@ def no_failed_round(ctx: Any, response: Any, case: Any) -> bool | None:
 
 
 def game_master(request: Request) -> Step:
-    """Roll a check for texts of odd length and narrate it honestly; answer others in plain text."""
+    """Roll a check for texts of odd length and narrate it honestly; answer others in plain text.
+    The judge reads every narration honestly."""
+    if is_judge_request(request):
+        return honest_judge(request)
     if "tools" not in request:
         return reply("Something happened at the harbour.")
     last = request["messages"][-1]

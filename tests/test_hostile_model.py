@@ -147,7 +147,7 @@ def test_every_round_a_hostile_model_spoils_ends_cleanly(store: Store, tmp_path:
     endings: dict[str, str] = {}
 
     async def play() -> str:
-        async with table(store, script, script) as played:
+        async with table(store, script, script, transport="http") as played:
             story = played.game.start_story(write_world(tmp_path / "w"))
             for name in HOSTILE:
                 try:

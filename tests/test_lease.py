@@ -75,7 +75,8 @@ def test_a_round_whose_lease_was_taken_is_not_written_and_its_rolls_stay(store: 
     assert attempt.status == "failed" and attempt.error == str(outcome)
     assert [roll.check_key for roll in store.rolls_of_attempt(attempt.id)] == ["attempt"]  # the roll stays
     assert store.rounds(story) == [] and store.story(story).rounds == 0
-    assert len(store.model_calls(story)) == 2  # both of the game master's calls are recorded
+    # both of the game master's calls are recorded, and the judge's reading of the narration
+    assert [call.purpose for call in store.model_calls(story)] == ["game_master", "game_master", "judge"]
     assert holder_of(store, story) == "thief"  # releasing never takes another holder's lease
 
 

@@ -236,7 +236,10 @@ def test_a_failed_write_fails_the_attempt_with_its_model_calls(
     [attempt] = attempts(store)
     assert attempt.status == "failed" and "internal error" in (attempt.error or "")
     calls = store.model_calls(story)
-    assert [call.attempt_id for call in calls] == [attempt.id, attempt.id]
+    # the roll, the narration and the judge's reading of it: every call the attempt made is kept
+    assert [(call.purpose, call.attempt_id) for call in calls] == [("game_master", attempt.id)] * 2 + [
+        ("judge", attempt.id)
+    ]
     assert [roll.attempt_id for roll in store.rolls_of_attempt(attempt.id)] == [attempt.id]  # its roll stays
 
 

@@ -43,8 +43,9 @@ def create_app(
 
     The app answers only to the Host names `api_hosts` (`gm serve` passes `gm.hosts.allowed_hosts` of
     its address: loopback names on a loopback address, any elsewhere), so a page whose DNS name is
-    rebound to 127.0.0.1 cannot play stories from a visitor's browser. The editor writes world files, so it answers only to `editor_hosts`, and asks for `editor_login`
-    when given one (which any Host name beyond loopback needs).
+    rebound to 127.0.0.1 cannot play stories from a visitor's browser. The editor writes world files,
+    so it answers only to `editor_hosts`, and asks for `editor_login` when given one (which any Host
+    name beyond loopback needs).
     """
     app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
     app.state.service = Service(game, worlds_dir, api_token)

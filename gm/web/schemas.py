@@ -27,7 +27,8 @@ ERRORS: dict[int, str] = {
     "header this server does not answer to.",
     401: "The request needs a token (Authorization: Bearer ...), or the server's API token is wrong.",
     404: "No such story for this token (an unknown story and a wrong token look the same), or no such world.",
-    409: "Another round of this story is being played right now, or there is no round to play again yet.",
+    409: "Another round of this story is being played right now, there is no round to play again yet, or "
+    "(for a reveal) the story has no fair dice.",
     413: "The request body is over 64 KB (with or without a Content-Length).",
     422: "The request body is not UTF-8, not JSON, or not the shape documented for it.",
     502: "The game master could not finish the round, or the model could not be reached; the story is "
