@@ -10,6 +10,7 @@ from typing import Any
 from gm.cli_story import add_tools_argument, model_settings
 from gm.errors import UsageError
 from gm.modelcheck import check_model, render
+from gm.text import visible
 
 
 def add_model_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
@@ -33,7 +34,7 @@ def run_model_check(arguments: argparse.Namespace) -> int:
     if arguments.timeout <= 0:
         raise UsageError(f"--timeout must be more than 0 seconds, not {arguments.timeout:g}")
     report = asyncio.run(check_model(model_settings(arguments), arguments.timeout))
-    print(render(report), flush=True)
+    print(visible(render(report)), flush=True)  # it quotes what the server said
     if report.problem:
         print(f"error: {report.problem}", file=sys.stderr)
         return 1

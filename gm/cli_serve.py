@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,7 +14,9 @@ from gm.cli_story import REHEARSAL, add_judge_argument, add_tools_argument, choo
 from gm.errors import UsageError
 from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm.lease import check_settings
 from gm.model import ModelClient
+from gm.round import RoundSettings
 from gm.store import Store
 
 
@@ -51,7 +55,13 @@ def run_serve(arguments: argparse.Namespace) -> int:
     if hosts is None:
         print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
-    game = Game(model, Store(), judge_model=choose_judge(arguments, model), judging=judging)
+    game = Game(
+        model,
+        Store(),
+        settings=round_settings(os.environ),
+        judge_model=choose_judge(arguments, model),
+        judging=judging,
+    )
     print_login(login is not None, generated)
     app = create_app(
         game,
@@ -60,9 +70,35 @@ def run_serve(arguments: argparse.Namespace) -> int:
         editor=mounted,
         editor_hosts=hosts or LOOPBACK_HOSTS,
         editor_login=login,
+        api_hosts=allowed_hosts(arguments.host),
     )
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0
+
+
+def round_settings(environ: Mapping[str, str]) -> RoundSettings:
+    """The round settings, with the lease's times from GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS (see gm.lease)."""
+    default = RoundSettings()
+    settings = replace(
+        default,
+        lease_seconds=_seconds(environ, "GM_LEASE_SECONDS", default.lease_seconds),
+        heartbeat_seconds=_seconds(environ, "GM_HEARTBEAT_SECONDS", default.heartbeat_seconds),
+    )
+    try:
+        check_settings(settings)
+    except ValueError as error:
+        raise UsageError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
+    return settings
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number of seconds, not {text!r}") from None
 
 
 def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:

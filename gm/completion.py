@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gm.text import storable
 from gm.textcalls import text_calls
 
 
@@ -136,7 +137,8 @@ def read_completion(
     return Completion(
         content=content,
         tool_calls=tool_calls,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        # Stored with the call's record: kept short, and free of what a database cannot hold.
+        finish_reason=storable(finish_reason[:40]) if isinstance(finish_reason, str) else None,
         usage=_usage(data.get("usage"), options, raw_message),
         latency_ms=latency_ms,
         attempts=attempts,

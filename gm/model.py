@@ -255,8 +255,13 @@ class ModelClient:
         try:
             data = response.http_response.json()
             return read_completion(data, options, latency_ms, attempts, self._new_id, tool_names)
-        except (ValueError, TypeError) as error:
-            why = "it is not JSON" if isinstance(error, json.JSONDecodeError) else transport.sentence_part(str(error))
+        except (ValueError, TypeError, RecursionError) as error:
+            if isinstance(error, RecursionError):  # JSON nested thousands deep: no chat completion looks like that
+                why = "it is nested too deeply"
+            else:
+                why = (
+                    "it is not JSON" if isinstance(error, json.JSONDecodeError) else transport.sentence_part(str(error))
+                )
             reason = f"an answer that is not a chat completion ({why})"
             raise ModelUnavailable(
                 f"The model server at {self._where} gave {reason}.", attempts=attempts, reason=reason

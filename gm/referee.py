@@ -6,9 +6,10 @@ character whose outcome does not name the roll; a check roll that serves no outc
 id, character, or a roll named for the wrong character; a roll that was void or is plain dice; an
 outcome naming a roll whose band the game master had not yet been told (no narrating before the
 band: a `narrate` in the same message as the `roll_check` it names guesses the result, and a guess
-that happens to match is still a guess); and a narration that shows the player a roll id or raw
-tool JSON. A critical band does not change the
-result: a critical success is still `succeeded`. Each refusal is one sentence the model can act on.
+that happens to match is still a guess); and a narration that shows the player a roll id, raw tool
+JSON or a tool call left as text, is longer than `MAX_NARRATION`, or holds a character no story can
+store (a NUL). A critical band does not change the result: a critical success is still `succeeded`.
+Each refusal is one sentence the model can act on.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gm.text import unstorable
+
 Result = Literal["succeeded", "partial", "failed"]
+MAX_NARRATION = 10_000  # characters in a round's narration (a plain-text answer included)
 RESULTS: tuple[Result, ...] = ("succeeded", "partial", "failed")
 RollKind = Literal["check", "dice", "player"]
 
@@ -150,6 +154,12 @@ def _unserved_rolls(rolls: Sequence[RoundRoll], outcomes: Sequence[Outcome], nam
 
 
 def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refusal]:
+    if len(narration) > MAX_NARRATION:
+        return [
+            Refusal(f"the narration is {len(narration):,} characters long, at most {MAX_NARRATION:,}; tell it shorter")
+        ]
+    if problem := unstorable(narration):  # a NUL: no database of a story can hold it
+        return [Refusal(f"the narration {problem}, which cannot be shown or stored; tell it again without it")]
     refusals: list[Refusal] = []
     if TOOL_JSON.search(narration) or TOOL_CALL.search(narration) or TOOL_MARKUP.search(narration):
         refusals.append(Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out"))
