@@ -4,7 +4,8 @@ The game master's conversation for a round, the memory keeper's two requests (on
 several), and the engine's own notes to the game master are written here, and only here. Each
 written part has its reader beside it (`read_player_turn`, `read_keeper_round`, `read_fold`,
 `engine_note`), so a stand-in model such as the rehearsal reads typed parts instead of re-parsing
-strings with patterns of its own. The instructions themselves are text files in gm/prompts.
+strings with patterns of its own. The instructions themselves are text files in the top-level prompts/
+folder, read by `gm.instructions`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
+
+from gm.instructions import instructions
 
 if TYPE_CHECKING:
     from gm.records import MemoryEntry, RoundRecord
@@ -30,12 +31,6 @@ VERBATIM_ROUNDS = 3  # the newest rounds, shown as they were played
 SUMMARY_CHARS = 600  # cap on one round's summary as shown again
 RUNNING_SUMMARY_CHARS = 2000  # cap on the running summary as shown again
 VERBATIM_CHARS = 3000  # cap on one verbatim narration or player text
-
-
-@cache
-def instructions(name: str) -> str:
-    """One of the models' instructions, shipped as a text file in gm/prompts (read once per process)."""
-    return resources.files("gm").joinpath(f"prompts/{name}.txt").read_text(encoding="utf-8").strip()
 
 
 def cap(text: str, limit: int) -> str:
