@@ -9,8 +9,9 @@ characters with one name (ignoring case), a number variable that is not finite, 
 the role `player`, and what `gm.calendar.calendar_problems` finds in a calendar. Across the two
 files: a check's modifier variable that a character has but that is not a whole number (an error at
 that character's variable), and an `absolute` check that, with some character's modifier added, can
-roll a value no band holds (an error naming check, characters and values). A check whose modifier variable no character has is a warning: it can
-never be rolled. A world without dice.json has no checks, which is fine.
+roll a value no band holds (an error naming check, characters and values). A check whose modifier
+variable no character has is a warning: it can never be rolled. A world without dice.json has no
+checks, which is fine.
 """
 
 from __future__ import annotations
