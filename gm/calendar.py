@@ -178,6 +178,13 @@ def minutes_of(time_text: str) -> int:
     return int(hours) * 60 + int(minutes)
 
 
+def story_time(world_data: Any, clock: int | None) -> str | None:
+    """A story's time in words, from the world.json copied into it; None without a calendar or a clock."""
+    if clock is None or not isinstance(world_data, dict) or not isinstance(world_data.get("calendar"), dict):
+        return None
+    return calendar_from_data(world_data["calendar"]).text(clock)
+
+
 def calendar_from_data(data: dict[str, Any]) -> Calendar:
     """The `Calendar` of a world.json `calendar` that `calendar_problems` found no error in."""
     months = tuple(Month(month["name"], month["days"]) for month in data["months"])

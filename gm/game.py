@@ -106,6 +106,7 @@ class Game:
             world_data=world.world_data,
             dice_data=world.dice_data,
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
+            clock=0 if world.calendar is not None else None,  # the calendar's start date and time
         )
         return self.store.create_story(story, first_seed() if fair else None).id
 
