@@ -75,8 +75,8 @@ class Advance:
 
 def time_wanted(text: str, calendar: Calendar, clock: int) -> Advance | None:
     """The advance_time call the player's words ask for, or None when they do not say time passes."""
-    for sentence in _SENTENCE.split(text.casefold()):
-        minutes = _minutes(sentence, calendar, clock)
+    for sentence in _SENTENCE.split(text):
+        minutes = _minutes(sentence.casefold(), calendar, clock)
         if minutes:
             return _advance(min(minutes, MAX_ADVANCE_DAYS * MINUTES_PER_DAY), " ".join(sentence.split()))
     return None
