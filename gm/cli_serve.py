@@ -10,10 +10,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gm.cli_edit import editor_login, print_login
-from gm.cli_story import REHEARSAL, add_judge_argument, add_tools_argument, choose_judge, model_settings
+from gm.cli_story import (
+    REHEARSAL,
+    add_judge_argument,
+    add_prompts_argument,
+    add_tools_argument,
+    choose_judge,
+    model_settings,
+)
 from gm.errors import UsageError
 from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm.instructions import use_prompts
 from gm.lease import check_settings
 from gm.model import ModelClient
 from gm.round import RoundSettings
@@ -36,6 +44,7 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
     add_tools_argument(serve)
     add_judge_argument(serve)
+    add_prompts_argument(serve)
     serve.set_defaults(run=run_serve)
 
 
@@ -46,6 +55,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
 
     from gm.web.app import create_app
 
+    use_prompts(arguments.prompts)  # every prompt file is checked before anything else
     if arguments.model == REHEARSAL:
         raise UsageError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
     model = ModelClient(model_settings(arguments))
