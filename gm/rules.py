@@ -27,10 +27,13 @@ from jsonschema import Draft202012Validator
 from gm import dice
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, schema_problems
+from gm.rules_table import build_table, table_problems
 
 Result = Literal["succeeded", "partial", "failed"]
 Reading = Literal["total", "successes"]
-Compare = Literal["absolute", "over", "under"]
+Compare = Literal["absolute", "over", "under", "opposed"]
+Edge = Literal["advantage", "disadvantage"]
+EDGES: tuple[Edge, ...] = ("advantage", "disadvantage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,27 @@ class Band:
 
 
 @dataclass(frozen=True, slots=True)
+class Natural:
+    """A trigger on a natural face: when a kept die of the actor (with `sides` sides, or any die that
+    can show it) shows `face`, the band steps `step` places (up is toward higher values), or, with
+    `band`, the roll goes to that band. See `gm.naturals` for how triggers combine."""
+
+    face: int
+    sides: int | None = None
+    step: int = 0
+    band: str | None = None
+
+    @property
+    def watch(self) -> tuple[int, int | None]:
+        return self.face, self.sides
+
+    @property
+    def text(self) -> str:
+        """How the card names it: "natural 20", or "natural 6 on a d6" when the die is named."""
+        return f"natural {self.face}" if self.sides is None else f"natural {self.face} on a d{self.sides}"
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     """One check of dice.json, validated, with its notation parsed."""
 
@@ -60,17 +84,52 @@ class Check:
     hit: int | None = None
     compare: Compare = "absolute"
     modifier: str | None = None
+    advantage: dice.Expression | None = None
+    disadvantage: dice.Expression | None = None
+    naturals: tuple[Natural, ...] = ()
 
     @property
     def needs_target(self) -> bool:
-        return self.compare != "absolute"
+        return self.compare in ("over", "under")
+
+    @property
+    def opposed(self) -> bool:
+        return self.compare == "opposed"
+
+    @property
+    def hit_read(self) -> int | None:
+        """`hit` when the dice are read as successes, else None (the total is read)."""
+        return self.hit if self.reading == "successes" else None
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """The edges this check declares dice for, in the order advantage, disadvantage."""
+        return tuple(edge for edge in EDGES if self.dice_for(edge) is not None)
+
+    def dice_for(self, edge: Edge | None) -> dice.Expression | None:
+        """The actor's dice with `edge` (None: the check's own dice), or None if the check declares none."""
+        if edge is None:
+            return self.dice
+        return self.advantage if edge == "advantage" else self.disadvantage
+
+    def rolled(self, edge: Edge | None = None) -> dice.Expression:
+        """What one roll of this check rolls: the actor's dice with `edge`; for an opposed check,
+        followed by the opponent's own dice subtracted (`1d20-1d20`), so one roll holds both."""
+        actor = self.dice_for(edge)
+        if actor is None:
+            raise CheckRollError(f"check '{self.key}' declares no {edge} dice, so it takes no edge '{edge}'")
+        return opposed_expression(actor, self.dice) if self.opposed else actor
+
+    def reachable_for(self, edge: Edge | None = None) -> tuple[int, int]:
+        """The lowest and highest values `rolled(edge)` can give under this reading, before any modifier.
+
+        Every value between them can occur (see `gm.dice.bounds`)."""
+        return dice.bounds(self.rolled(edge), self.hit_read)
 
     @property
     def reachable(self) -> tuple[int, int]:
-        """The lowest and highest values the dice can give under this reading, before any modifier.
-
-        Every value between them can occur (see `gm.dice.bounds`)."""
-        return dice.bounds(self.dice, self.hit if self.reading == "successes" else None)
+        """`reachable_for` with no edge."""
+        return self.reachable_for(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +163,44 @@ class BandGapError(CheckRollError):
 
 
 def read_value(check: Check, rolled: int, target: int | None = None, modifier: int = 0) -> int:
-    """The value the bands read: `rolled` (total or successes) plus `modifier`, compared with `target`."""
+    """The value the bands read: `rolled` (total or successes) plus `modifier`, compared with `target`.
+
+    For an opposed check `rolled` is the actor's total minus the opponent's (see `Check.rolled`) and
+    `modifier` the actor's modifier minus the opponent's (`opposed_modifier`)."""
     if check.needs_target and target is None:
         raise CheckRollError(f"check '{check.key}' compares {check.compare} a target, so it needs a target")
     if not check.needs_target and target is not None:
-        raise CheckRollError(f"check '{check.key}' reads its value as it is, so it takes no target")
+        said = "reads the actor's value minus the opponent's" if check.opposed else "reads its value as it is"
+        raise CheckRollError(f"check '{check.key}' {said}, so it takes no target")
     value = rolled + modifier
     if check.compare == "over":
         return value - (target or 0)
     if check.compare == "under":
         return (target or 0) - value
     return value
+
+
+def opposed_modifier(actor: int, opponent: int) -> int:
+    """The modifier an opposed check's bands read: the actor's minus the opponent's."""
+    return actor - opponent
+
+
+def opposed_expression(actor: dice.Expression, opponent: dice.Expression) -> dice.Expression:
+    """One notation for both sides of an opposed roll: the actor's dice, then the opponent's
+    subtracted term by term (`2d20kh1` against `1d20` is `2d20kh1-1d20`). Raises `dice.DiceError`
+    when the two together pass the notation's limits."""
+    return _opposed_text(actor.text, opponent.text)
+
+
+@cache  # by text: a parsed expression is not hashable, and a check is rolled every round
+def _opposed_text(actor: str, opponent: str) -> dice.Expression:
+    parsed = dice.parse(opponent)
+    flipped = "".join(("+" if term.negative else "-") + _term_text(term) for term in parsed.terms)
+    return dice.parse(actor + flipped)
+
+
+def _term_text(term: dice.Dice | dice.Constant) -> str:
+    return str(term.value) if isinstance(term, dice.Constant) else term.text
 
 
 def band_for(check: Check, value: int) -> Band | None:
@@ -186,6 +272,8 @@ def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
     if not schema_ok:
         return problems
     reading_ok = _reading_problems(raw, path, expression, problems)
+    table = table_problems(raw, path, expression)
+    problems.extend(table)
     labels: dict[str, int] = {}
     for number, band in enumerate(raw["bands"]):
         band_path = f"{path}.bands[{number}]"
@@ -196,7 +284,7 @@ def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
             message = f"the label '{band['label']}' is already used by bands[{labels[folded]}]"
             problems.append(Problem(f"{band_path}.label", message))
         labels.setdefault(folded, number)
-    if expression is not None and reading_ok:
+    if expression is not None and reading_ok and not any(problem.severity == "error" for problem in table):
         problems.extend(coverage_problems(_build_check(raw, expression), path))
     return problems
 
@@ -224,7 +312,9 @@ def _reading_problems(raw: dict[str, Any], path: str, expression: dice.Expressio
 def coverage_problems(check: Check, path: str, modifier: int = 0, who: str = "") -> list[Problem]:
     """Gaps and unreachable bands of one check; `who` names the character whose `modifier` applies."""
     problems: list[Problem] = []
-    low, high = check.reachable
+    spans = sorted({check.reachable_for(edge) for edge in (None, *check.edges)})
+    low, high = spans[0][0], max(span[1] for span in spans)
+    stepped = _stepped_to(check, spans, modifier)
     for number, band in enumerate(check.bands):
         earlier = check.bands[:number]
         if band.min is not None and band.max is not None and band.min > band.max:
@@ -237,7 +327,11 @@ def coverage_problems(check: Check, path: str, modifier: int = 0, who: str = "")
                     "warning",
                 )
             )
-        elif check.compare == "absolute" and not _overlaps(band, low + modifier, high + modifier):
+        elif (
+            check.compare == "absolute"
+            and not any(_overlaps(band, first + modifier, last + modifier) for first, last in spans)
+            and number not in stepped
+        ):
             problems.append(
                 Problem(
                     f"{path}.bands[{number}]",
@@ -247,7 +341,7 @@ def coverage_problems(check: Check, path: str, modifier: int = 0, who: str = "")
                 )
             )
     if check.compare == "absolute":
-        gaps = list(_gaps(check.bands, low + modifier, high + modifier))
+        gaps = sorted({gap for first, last in spans for gap in _gaps(check.bands, first + modifier, last + modifier)})
         for first, last in gaps:
             values = f"the value {first}" if first == last else f"the values {first} to {last}"
             problems.append(
@@ -264,6 +358,37 @@ def coverage_problems(check: Check, path: str, modifier: int = 0, who: str = "")
                 )
             )
     return problems
+
+
+def _stepped_to(check: Check, spans: list[tuple[int, int]], modifier: int) -> set[int]:
+    """Indexes of bands only naturals can reach in an absolute check (so they are not unreachable)."""
+    if not check.naturals or check.compare != "absolute":
+        return set()
+    from gm.naturals import reachable_by_naturals  # it reads bands through this module
+
+    rolled = {
+        index
+        for index, band in enumerate(check.bands)
+        if any(_overlaps(band, first + modifier, last + modifier) for first, last in spans)
+    }
+    return reachable_by_naturals(check, rolled)
+
+
+def ladder(check: Check) -> tuple[int, ...]:
+    """The indexes of the bands a roll can end in, from the lowest values to the highest: the order
+    naturals step along. A band wholly covered by earlier bands is not on it; ties keep list order."""
+    reachable = [
+        index
+        for index, band in enumerate(check.bands)
+        if not (band.min is not None and band.max is not None and band.min > band.max)
+        and not _covered(band.min, band.max, check.bands[:index])
+    ]
+    return tuple(
+        sorted(
+            reachable,
+            key=lambda index: (-(10**12) if check.bands[index].min is None else check.bands[index].min, index),
+        )
+    )
 
 
 def _build(data: dict[str, Any]) -> Rules:
@@ -285,6 +410,7 @@ def _build_check(raw: dict[str, Any], expression: dice.Expression) -> Check:
         raw.get("hit"),
         raw.get("compare", "absolute"),
         raw.get("modifier"),
+        **build_table(raw),
     )
 
 
