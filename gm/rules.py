@@ -25,6 +25,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm import dice
+from gm.dice.tree import Expression as Notation
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, schema_problems
 from gm.rules_table import build_table, table_problems
@@ -84,8 +85,8 @@ class Check:
     hit: int | None = None
     compare: Compare = "absolute"
     modifier: str | None = None
-    advantage: dice.Expression | None = None
-    disadvantage: dice.Expression | None = None
+    advantage: Notation | None = None
+    disadvantage: Notation | None = None
     naturals: tuple[Natural, ...] = ()
 
     @property
@@ -106,13 +107,13 @@ class Check:
         """The edges this check declares dice for, in the order advantage, disadvantage."""
         return tuple(edge for edge in EDGES if self.dice_for(edge) is not None)
 
-    def dice_for(self, edge: Edge | None) -> dice.Expression | None:
+    def dice_for(self, edge: Edge | None) -> Notation | None:
         """The actor's dice with `edge` (None: the check's own dice), or None if the check declares none."""
         if edge is None:
             return self.dice
         return self.advantage if edge == "advantage" else self.disadvantage
 
-    def rolled(self, edge: Edge | None = None) -> dice.Expression:
+    def rolled(self, edge: Edge | None = None) -> Notation:
         """What one roll of this check rolls: the actor's dice with `edge`; for an opposed check,
         followed by the opponent's own dice subtracted (`1d20-1d20`), so one roll holds both."""
         actor = self.dice_for(edge)

@@ -62,7 +62,7 @@ def test_d20_steps_match_every_face_counted(notation: str, edge: str | None, sid
         kept = kept_faces(notation, faces)
         label = by_hand(sum(kept) + 2 - target, kept, {20: 1, 1: -1})
         counts[label] = counts.get(label, 0) + 1
-        value, settled = read_roll(check, dice.roll(notation, dice.GivenFaces(faces)), edge, target, 2)  # type: ignore[arg-type]
+        _, settled = read_roll(check, dice.roll(notation, dice.GivenFaces(faces)), edge, target, 2)  # type: ignore[arg-type]
         assert settled.band is not None and settled.band.label == label
     total = 20 ** len(sides)
     odds = check_odds(check, target, 2, edge=edge)  # type: ignore[arg-type]
