@@ -20,11 +20,12 @@ from gm import dice
 from gm.chances import certain, refusal
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
+from gm.naturals import read_roll
 from gm.problems import describe
 from gm.prompt import CheckFact, check_fact_text
 from gm.referee import Outcome, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
-from gm.rules import CheckRollError, band_for, read_value
+from gm.rules import Check, CheckRollError, Edge, opposed_modifier, read_value
 from gm.store import RollRecord
 from gm.worlddef import CharacterCannotRoll, World
 
@@ -43,15 +44,7 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
                 "(a roll that could only end one way at the target given is refused, and nothing is rolled). "
                 "Returns the roll id and its band (label, result, critical), never the number. "
                 "Rolling the same check for the same character again this round returns the first roll.",
-                {
-                    "check": {"type": "string", "enum": [check.key for check in world.rules.checks]},
-                    "character": {"type": "string", "enum": names},
-                    "target": {
-                        "type": "integer",
-                        "description": "The difficulty or skill; only for over/under checks.",
-                    },
-                    "reason": {"type": "string", "description": "What the character attempts."},
-                },
+                _roll_check_properties(world, names),
                 ["check", "character", "reason"],
             )
         )
@@ -91,6 +84,41 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
         )
     )
     return tools
+
+
+def _roll_check_properties(world: World, names: list[str]) -> dict[str, Any]:
+    """roll_check's arguments: `edge` only when some check declares edge dice, and `opponent` only
+    when some check is opposed, each saying which checks take it."""
+    assert world.rules is not None
+    checks = world.rules.checks
+    properties: dict[str, Any] = {
+        "check": {"type": "string", "enum": [check.key for check in checks]},
+        "character": {"type": "string", "enum": names},
+    }
+    if any(check.needs_target for check in checks):
+        properties["target"] = {
+            "type": "integer",
+            "description": "The difficulty or skill; only for over/under checks.",
+        }
+    edged = [check for check in checks if check.edges]
+    if edged:
+        takes = "; ".join(f"{check.key}: {' or '.join(check.edges)}" for check in edged)
+        properties["edge"] = {
+            "type": "string",
+            "enum": sorted({edge for check in edged for edge in check.edges}),
+            "description": f"Only for checks that declare it ({takes}): roll their dice with advantage or disadvantage"
+            " when the fiction gives the character one.",
+        }
+    opposed = [check.key for check in checks if check.opposed]
+    if opposed:
+        properties["opponent"] = {
+            "type": "string",
+            "enum": names,
+            "description": f"Only for opposed checks ({', '.join(opposed)}), and required there: the character who"
+            " resists, rolling the same dice with their own modifier. The roll settles the actor's outcome only.",
+        }
+    properties["reason"] = {"type": "string", "description": "What the character attempts."}
+    return properties
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -163,8 +191,11 @@ class RoundTools:
             modifier = self.world.modifier_for(check, character)
             target = arguments.get("target")
             read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
+            edge = _edge(check, arguments.get("edge"))
+            opponent, against = self._opponent(check, character.name, arguments.get("opponent"))
         except (KeyError, CharacterCannotRoll, CheckRollError) as error:
             raise ModelRetry(str(error.args[0]) if error.args else str(error)) from None
+        net = opposed_modifier(modifier, against) if opponent is not None else modifier
         for roll in [*self.rolls, *self.earlier]:
             if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
                 if roll not in self.rolls:
@@ -173,14 +204,13 @@ class RoundTools:
         if (again := self.retried.check(check.key, character.name)) is not None:
             self.rolls.append(again)
             return ToolReply({**_check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE})
-        settled = certain(check, target, modifier)
+        settled = certain(check, target, net, edge)
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
             raise ModelRetry(refusal(settled, character.name))
         source = dice.for_one_roll(self.source)
-        result = dice.roll(check.dice, source, hit=check.hit if check.reading == "successes" else None)
-        rolled = result.successes if result.successes is not None else result.total
-        value = read_value(check, rolled, target, modifier)
-        band = band_for(check, value)
+        result = dice.roll(check.rolled(edge), source, hit=check.hit_read)
+        value, reading = read_roll(check, result, edge, target, net)
+        band = reading.band
         record = self._write(
             "check",
             result,
@@ -195,8 +225,26 @@ class RoundTools:
             result=band.result if band else None,
             critical=band.critical if band else False,
             void=band is None,
+            edge=edge,
+            opponent=opponent,
+            opponent_modifier=against if opponent is not None else None,
+            natural_text=reading.natural,
+            stepped_from=reading.stepped_from,
         )
         return ToolReply(_check_content(record, repeated=False))
+
+    def _opponent(self, check: Check, actor: str, named: Any) -> tuple[str | None, int]:
+        """An opposed check's opponent and their modifier; an opponent is refused for any other check."""
+        if not check.opposed:
+            if named is not None:
+                raise CheckRollError(f"check '{check.key}' is not opposed, so it takes no opponent; leave it out")
+            return None, 0
+        if named is None:
+            raise CheckRollError(f"check '{check.key}' is opposed: name the opponent, the character who resists")
+        opponent = self.world.character(str(named))
+        if opponent.name == actor:
+            raise CheckRollError(f"{actor} cannot oppose themselves; name another character as the opponent")
+        return opponent.name, self.world.modifier_for(check, opponent)
 
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
         try:
@@ -270,6 +318,19 @@ class RoundTools:
         return ToolReply({"accepted": True}, ended=Narration(str(arguments["narration"]), outcomes))
 
 
+def _edge(check: Check, asked: Any) -> Edge | None:
+    """The edge asked for, if the check declares dice for it; otherwise a sentence saying what it takes."""
+    if asked is None:
+        return None
+    for edge in check.edges:
+        if edge == asked:
+            return edge
+    takes = f"it takes {' or '.join(check.edges)}" if check.edges else "it takes none"
+    raise CheckRollError(
+        f"check '{check.key}' declares no {asked} dice ({takes}); leave edge out or roll another check"
+    )
+
+
 def player_fact(record: RollRecord) -> str:
     """A player's roll in words, such as "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1"."""
     faces = [face for term in record.faces for face in term]
@@ -312,6 +373,13 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
         "result": record.result,
         "critical": record.critical,
     }
+    if record.edge:
+        content["edge"] = record.edge
+    if record.opponent:
+        content["opponent"] = record.opponent
+        content["serves"] = f"{record.character}'s outcome only; {record.opponent}'s outcome, if any, names no roll"
+    if record.natural_text:
+        content["natural"] = record.natural_text
     if record.critical:
         content["note"] = CRITICAL_NOTE
     if repeated:

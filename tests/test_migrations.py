@@ -23,7 +23,7 @@ from sqlmodel import SQLModel
 from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
 
-HEAD = "integrity"
+HEAD = "table_rules"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 
 # A story as the gm of the initial schema wrote it: no token_hash.
@@ -72,7 +72,13 @@ def test_the_newest_revision_is_the_head() -> None:
     """A new revision must move HEAD here; a branch (two heads) would fail too."""
     script = ScriptDirectory(str(FOLDER))
     assert script.get_heads() == [HEAD]
-    assert [revision.revision for revision in script.walk_revisions()] == [HEAD, "judge", "story_token", INITIAL]
+    assert [revision.revision for revision in script.walk_revisions()] == [
+        HEAD,
+        "integrity",
+        "judge",
+        "story_token",
+        INITIAL,
+    ]
 
 
 def test_a_database_at_initial_opens_upgraded(database_url: str, engine: Engine) -> None:
@@ -107,7 +113,16 @@ def drop_integrity(connection: Connection) -> None:
     """Take out what the integrity revision adds, leaving the tables as create_all made them before it."""
     connection.execute(text("DROP INDEX ix_rolls_story_seq"))
     connection.execute(text("DROP TABLE seeds"))
-    for column in ("seq", "prev_hash", "seed_epoch"):
+    for column in (
+        "seq",
+        "prev_hash",
+        "seed_epoch",
+        "edge",
+        "opponent",
+        "opponent_modifier",
+        "natural_text",
+        "stepped_from",
+    ):
         connection.execute(text(f"ALTER TABLE rolls DROP COLUMN {column}"))
     for column in ("chain_length", "chain_head", "legacy_rolls", "fair", "player_seed", "seed_epoch"):
         connection.execute(text(f"ALTER TABLE stories DROP COLUMN {column}"))
