@@ -3,7 +3,8 @@
 A roll's hash is SHA-256 over its fields in the transcript's names (`gm.public.RollPublic`), written
 as canonical JSON: the keys in `HASHED` and those of `HASHED_WHEN_SET` that are not null, sorted,
 no spaces, UTF-8 (Python's `json.dumps(..., sort_keys=True, separators=(",", ":"),
-ensure_ascii=False)`). `prev_hash` is one of the fields, so each hash covers the whole chain before it. The first roll's `prev_hash` is the story's genesis,
+ensure_ascii=False)`). `prev_hash` is one of the fields, so each hash covers the whole chain before
+it. The first roll's `prev_hash` is the story's genesis,
 SHA-256 of "gm-chain:" and the story's id, which ties the chain to its story. The story keeps the
 number of rolls chained and the last hash (its head), so that dropping the newest roll is seen too.
 
