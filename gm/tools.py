@@ -352,7 +352,16 @@ def round_roll(record: RollRecord) -> RoundRoll:
     """What the referee may know of a stored roll."""
     assert record.id is not None
     kind = record.kind if record.kind in ("check", "dice", "player") else "dice"
-    return RoundRoll(record.id, kind, record.character, record.check_key, record.band, record.result, record.void)  # type: ignore[arg-type]
+    return RoundRoll(
+        record.id,
+        kind,  # type: ignore[arg-type]
+        record.character,
+        record.check_key,
+        record.band,
+        record.result,  # type: ignore[arg-type]
+        record.void,
+        record.opponent,
+    )
 
 
 def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
