@@ -47,7 +47,7 @@ def table_problems(raw: dict[str, Any], path: str, expression: dice.Expression |
         where = f"{path}.naturals[{number}]"
         shows = [term for parsed in variants for term in parsed.dice if _can_show(term, natural)]
         if variants and not shows:
-            die = f"a d{natural['sides']}" if "sides" in natural else "a die"
+            die = f"d{natural['sides']}" if "sides" in natural else "die"
             problems.append(
                 Problem(
                     f"{where}.face", f"no kept {die} of this check can show {natural['face']}, so it never triggers"
