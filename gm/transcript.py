@@ -89,8 +89,13 @@ def opened(roll: RollPublic) -> str:
     result = "" if roll.void else f", {RESULT_WORDS.get(str(roll.result), roll.result)}"
     critical = ", critical" if roll.critical else ""
     natural = f"; {roll.natural}" if roll.natural else ""
-    odds = f"; odds {odds_text(roll)}" if roll.chances else ""
-    return f"{card(roll)}  [{reading}{result}{critical}{natural}{earlier}{odds}]"
+    return f"{card(roll)}  [{reading}{result}{critical}{natural}{earlier}]"
+
+
+def opened_lines(roll: RollPublic) -> list[str]:
+    """The opened card as the terminal shows it: `opened()`, then, for a check, the odds of each band
+    at the moment of the roll on a line of its own (the play page's second line)."""
+    return [opened(roll), f"  odds {odds_text(roll)}"] if roll.chances else [opened(roll)]
 
 
 def percent(probability: str) -> str:
@@ -125,7 +130,9 @@ def render_transcript(data: TranscriptPublic) -> str:
     for record in data.rounds:
         lines += ["", f"## Round {record.number}", f"> {record.player_text}", "", record.narration]
         for roll in record.rolls:
-            lines.append(f"  [dice] {opened(roll)}")
+            first, *more = opened_lines(roll)
+            lines.append(f"  [dice] {first}")
+            lines += [f"        {line}" for line in more]
         for outcome in record.outcomes:
             via = f" (roll {outcome.roll})" if outcome.roll is not None else ""
             lines.append(f"  [outcome] {outcome.character}: {outcome.result}{via}")

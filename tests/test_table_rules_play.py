@@ -20,7 +20,7 @@ from gm.audit import audit
 from gm.store import Store
 from gm.testing import call
 from gm.tools import tool_schemas
-from gm.transcript import opened, transcript
+from gm.transcript import opened, opened_lines, transcript
 from gm.world import load_world
 
 WORLDS = Path(__file__).parent.parent / "worlds"
@@ -98,7 +98,7 @@ def test_advantage_naturals_and_an_opposed_roll_are_played_told_carded_and_audit
         "Critical success",
         "Success",
     )
-    card = opened(roll)
+    card = "\n".join(opened_lines(roll))
     assert "with advantage: 2d20kh1 (20, [3]) = 20, +2, target 14 -> 8" in card
     assert "natural 20: stepped up from Success" in card
     # Advantage at target 14 with nerve 2 reads kept - 12; the higher of 2d20 is at most k in k*k of 400.
