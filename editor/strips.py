@@ -23,7 +23,8 @@ from typing import Any, cast
 from gm import dice
 from gm.chances import CheckOdds, check_odds
 from gm.problems import Problem
-from gm.rules import Band, Check, Compare, Edge, Natural, Reading, Result, ladder, opposed_expression, read_value
+from gm.rules import Band, Check, Compare, Edge, Natural, Reading, Result, opposed_expression, read_value
+from gm.rules_coverage import ladder
 
 from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft, NaturalDraft
 

@@ -22,7 +22,8 @@ from itertools import combinations
 
 from gm import dice
 from gm.dice.joint import mask_of
-from gm.rules import Band, Check, Edge, Natural, ladder
+from gm.rules import Band, Check, Edge, Natural
+from gm.rules_coverage import ladder
 
 
 @dataclass(frozen=True, slots=True)

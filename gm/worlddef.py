@@ -29,8 +29,9 @@ from jsonschema import Draft202012Validator
 
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems
-from gm.rules import Check, Rules, coverage_problems, parse_rules
+from gm.rules import Check, Rules, parse_rules
 from gm.rules import validate as validate_dice
+from gm.rules_coverage import coverage_problems
 
 WORLD_FILE = "world.json"
 DICE_FILE = "dice.json"

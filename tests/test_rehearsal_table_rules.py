@@ -11,6 +11,7 @@ from gm import dice
 from gm.audit import audit
 from gm.game import Game
 from gm.rehearsal import RehearsalModel
+from gm.seeds import reveal
 from gm.store import Store
 from gm.transcript import transcript
 from gm.world import load_world
@@ -51,3 +52,23 @@ def test_rehearsal_rolls_an_edge_a_natural_and_an_opposed_check(store: Store, tm
     assert "against Quell" in told[1]
     assert [outcome.character for outcome in whole.rounds[1].outcomes] == ["Odile"]
     assert audit(whole).ok
+
+
+def test_a_fair_story_derives_edge_and_opposed_faces_again_from_its_seed(store: Store, tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(HEIST, tmp_path / "harbour-heist"))
+    texts = ["With advantage, a risky attempt: I climb the wet wall.", "I outwit Quell and palm the key."]
+
+    async def play() -> str:
+        game = Game(RehearsalModel(load_world(folder)), store)
+        story = game.start_story(folder, fair=True)
+        for text in texts:
+            await game.play(story, text)
+        await game.settle()
+        return story
+
+    story = asyncio.run(play())
+    reveal(store, story)
+    whole = transcript(store, story)
+    assert [roll.notation for roll in whole.integrity.rolls] == ["2d20kh1", "1d20-1d20"]  # type: ignore[union-attr]
+    report = audit(whole)
+    assert report.ok and report.derived == 2, report.mismatches
