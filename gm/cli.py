@@ -1,7 +1,8 @@
 """`gm`: the command line, a thin layer over the library.
 
-Exit codes: 0 success; 1 when `gm check` finds errors; 2 bad input, with one `error:` line on stderr;
-3 an internal failure, also one line. Never a traceback.
+Exit codes: 0 success; 1 when `gm check` finds errors, or when a round of `gm play` could not be
+played; 2 bad input, with one `error:` line on stderr; 3 an internal failure, also one line. Never a
+traceback, and never a control character from a model or a world file (`gm.text.visible`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
 from gm.problems import Problem
 from gm.rules import Check, CheckRollError, Edge, opposed_modifier
+from gm.text import visible
 from gm.world import check_world, load_rules, load_world, world_files
 from gm.worlddef import DICE_FILE, modifier_for
 
@@ -94,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {visible(message)}", file=sys.stderr)  # it may quote a world file
     return code
 
 
@@ -122,7 +124,8 @@ def run_odds(arguments: argparse.Namespace) -> int:
                 data["edges"] = {str(result.edge): result.to_json() for result in results[1:]}
             print(json.dumps(data, indent=2))
         else:
-            print("\n".join(render_check_odds(result, name, arguments.opponent) for result in results))
+            # names and labels from dice.json
+            print(visible("\n".join(render_check_odds(result, name, arguments.opponent) for result in results)))
         return 0
     if arguments.target is not None:
         raise UsageError("--target belongs to a check: gm odds DICE_JSON_OR_WORLD CHECK --target T")
@@ -171,9 +174,9 @@ def run_check(arguments: argparse.Namespace) -> int:
         warnings = len(problems) - len(errors)
         verdict = "has problems" if errors else "is fine"
         counts = f"{_count(len(errors), 'error')}, {_count(warnings, 'warning')}"
-        print(f"{arguments.path}: {verdict}: checked {checked}; {counts}")
+        print(visible(f"{arguments.path}: {verdict}: checked {checked}; {counts}"))
         for problem in problems:
-            print(f"  {problem}")
+            print(visible(f"  {problem}"))  # a problem may quote the file
     return 1 if errors else 0
 
 

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from gm.cli_edit import editor_login, print_login
-from gm.cli_story import REHEARSAL, add_judge_argument, choose_judge
+from gm.cli_story import REHEARSAL, add_judge_argument, add_prompts_argument, choose_judge
 from gm.errors import UsageError
 from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm.instructions import use_prompts
+from gm.lease import check_settings
 from gm.model import ModelClient, ModelSettings
+from gm.round import RoundSettings
 from gm.store import Store
 
 
@@ -31,6 +36,7 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
     add_judge_argument(serve)
+    add_prompts_argument(serve)
     serve.set_defaults(run=run_serve)
 
 
@@ -41,6 +47,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
 
     from gm.web.app import create_app
 
+    use_prompts(arguments.prompts)  # every prompt file is checked before anything else
     if arguments.model == REHEARSAL:
         raise UsageError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
     model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
@@ -50,7 +57,13 @@ def run_serve(arguments: argparse.Namespace) -> int:
     if hosts is None:
         print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
-    game = Game(model, Store(), judge_model=choose_judge(arguments, model), judging=judging)
+    game = Game(
+        model,
+        Store(),
+        settings=round_settings(os.environ),
+        judge_model=choose_judge(arguments, model),
+        judging=judging,
+    )
     print_login(login is not None, generated)
     app = create_app(
         game,
@@ -59,9 +72,35 @@ def run_serve(arguments: argparse.Namespace) -> int:
         editor=mounted,
         editor_hosts=hosts or LOOPBACK_HOSTS,
         editor_login=login,
+        api_hosts=allowed_hosts(arguments.host),
     )
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0
+
+
+def round_settings(environ: Mapping[str, str]) -> RoundSettings:
+    """The round settings, with the lease's times from GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS (see gm.lease)."""
+    default = RoundSettings()
+    settings = replace(
+        default,
+        lease_seconds=_seconds(environ, "GM_LEASE_SECONDS", default.lease_seconds),
+        heartbeat_seconds=_seconds(environ, "GM_HEARTBEAT_SECONDS", default.heartbeat_seconds),
+    )
+    try:
+        check_settings(settings)
+    except ValueError as error:
+        raise UsageError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
+    return settings
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number of seconds, not {text!r}") from None
 
 
 def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:

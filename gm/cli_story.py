@@ -12,10 +12,12 @@ from typing import Any
 from gm.chat import Chat
 from gm.errors import UsageError
 from gm.game import Game
+from gm.instructions import PROMPTS_ENV, use_prompts
 from gm.judge import judge_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.rehearsal import RehearsalModel
 from gm.store import Store, Story, StoryNotFound
+from gm.text import visible, visible_json
 from gm.transcript import render_transcript, story_public, transcript
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
@@ -43,6 +45,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
     add_judge_argument(play)
+    add_prompts_argument(play)
     play.set_defaults(run=run_play)
 
     stories = subcommands.add_parser("stories", help="list the stories")
@@ -56,6 +59,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_play(arguments: argparse.Namespace) -> int:
+    use_prompts(arguments.prompts)  # every prompt file is checked before anything else
     store = Store()
     if arguments.story:
         story: Story | None = _story(store, arguments.story)
@@ -91,8 +95,9 @@ def run_play(arguments: argparse.Namespace) -> int:
         print(f"Fair dice: the seed's commitment is {seed.commitment} (gm reveal {story_id} publishes the seed)")
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master; no model is called.", flush=True)
-    asyncio.run(Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty()).run())
-    return 0
+    chat = Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty())
+    asyncio.run(chat.run())
+    return 1 if chat.rounds_failed else 0  # so a script notices a round that could not be played
 
 
 def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
@@ -108,6 +113,17 @@ def add_judge_argument(parser: argparse.ArgumentParser) -> None:
         "--judge",
         metavar="MODEL|off",
         help="the model that judges narrations (default GM_JUDGE_MODEL, else the game master's), or 'off'",
+    )
+
+
+def add_prompts_argument(parser: argparse.ArgumentParser) -> None:
+    """`--prompts DIR`: an edited copy of the prompts/ folder, to use instead of the installed one."""
+    parser.add_argument(
+        "--prompts",
+        type=Path,
+        metavar="DIR",
+        help=f"a folder with the models' instructions, an edited copy of prompts/ (default {PROMPTS_ENV}, else the"
+        " installed ones)",
     )
 
 
@@ -130,7 +146,7 @@ def run_stories(arguments: argparse.Namespace) -> int:
     if not stories:
         print("No stories yet; start one with gm play WORLD.")
     for story in stories:
-        print(f"{story.id}  {story.created_at:%Y-%m-%d %H:%M}  {story.rounds:>4} rounds  {story.title}")
+        print(visible(f"{story.id}  {story.created_at:%Y-%m-%d %H:%M}  {story.rounds:>4} rounds  {story.title}"))
     return 0
 
 
@@ -139,9 +155,9 @@ def run_show(arguments: argparse.Namespace) -> int:
     _story(store, arguments.story)
     data = transcript(store, arguments.story)
     if arguments.json:
-        print(json.dumps(data.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        print(visible_json(json.dumps(data.model_dump(mode="json"), indent=2, ensure_ascii=False)))
     else:
-        print(render_transcript(data))
+        print(visible(render_transcript(data)))
     return 0
 
 

@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gm import dice
 from gm.fair import PlayerSeedError, check_player_seed
+from gm.instructions import prompts_in_use
 from gm.judge import Judge
 from gm.lru import LRU
 from gm.memory import MemoryKeeper
@@ -31,6 +32,7 @@ from gm.model import ChatModel, ModelError, model_name
 from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
 from gm.seeds import first_seed
 from gm.store import Store, Story
+from gm.text import require_storable
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
 
@@ -59,6 +61,7 @@ class Game:
         cached_worlds: int = CACHED_WORLDS,
         judging: Literal["on", "off"] = "on",
     ) -> None:
+        prompts_in_use()  # a missing or empty prompt file is an error now, at the start, not in a round
         self.model = model
         self.store = store or Store()
         self.keeper = MemoryKeeper(self.store, memory_model or model)
@@ -104,6 +107,7 @@ class Game:
             world_data=world.world_data,
             dice_data=world.dice_data,
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
+            clock=0 if world.calendar is not None else None,  # the calendar's start date and time
         )
         return self.store.create_story(story, first_seed() if fair else None).id
 
@@ -131,6 +135,7 @@ class Game:
         events: RoundEvents | None = None,
     ) -> RoundResult:
         """Play one round (with the player's own roll, if any); the memory keeper then runs in the background."""
+        require_storable("the player's text", text)  # refused before anything is written (gm.text)
         result = await play_round(
             self.store,
             story_id,

@@ -7,8 +7,8 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
 
     {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
                                                                    "judge": "on" | "off"},
-               "notices": [str], "fair", "commitment"},
-     "rounds": [{"number", "player_text", "narration", "refusals": [str],
+               "notices": [str], "fair", "commitment", "clock", "time"},
+     "rounds": [{"number", "player_text", "narration", "refusals": [str], "clock", "time",
                  "outcomes": [{"character", "result", "roll"}],
                  "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
                  "rolls": [ROLL]}],
@@ -20,6 +20,10 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
             "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
             "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt",
             "edge", "opponent", "opponent_modifier", "natural", "stepped_from", "chances"}
+
+`clock` is the story's time on its world's calendar (gm.calendar), in minutes since the story
+began, and `time` the same in words ("Fireday, 12 Rainmoon 311 AL, 19:30 (dusk)"): the story's
+current time, and each round's time when it ended. Both are null in a world without a calendar.
 
 `kind` is `check` (roll_check), `dice` (roll_dice) or `player` (`/roll`); `dice` is the itemised
 line, such as "1d20 (14) = 14"; check fields are null for the other kinds. `seq` is the roll's place
@@ -50,6 +54,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from gm.calendar import story_time
 
 if TYPE_CHECKING:
     from gm.records import RollRecord, RoundRecord, SeedRecord, Story
@@ -207,6 +213,8 @@ class RoundPublic(BaseModel):
     rolls: list[RollPublic]
     refusals: list[str]
     judge: JudgementPublic | None = None
+    clock: int | None = None  # when the round ended: minutes since the story began; null without a calendar
+    time: str | None = None  # the same in words, on the world's calendar
 
     @classmethod
     def from_record(cls, record: RoundRecord, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
@@ -219,6 +227,8 @@ class RoundPublic(BaseModel):
             rolls=[RollPublic.from_stored(roll, world, unfinished=unfinished) for roll in record.rolls],
             refusals=list(record.refusals),
             judge=JudgementPublic.model_validate(record.judgement) if record.judgement else None,
+            clock=record.clock,
+            time=world.calendar.text(record.clock) if world and world.calendar and record.clock is not None else None,
         )
 
 
@@ -247,6 +257,8 @@ class StoryPublic(BaseModel):
     notices: list[str] = []  # what a player should know of how the story is played, such as "narrations are not judged"
     fair: bool = False
     commitment: str | None = None
+    clock: int | None = None  # the story's time now: minutes since it began; null without a calendar
+    time: str | None = None  # the same in words, on the world's calendar
 
     @classmethod
     def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
@@ -260,6 +272,8 @@ class StoryPublic(BaseModel):
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
             fair=story.fair,
             commitment=commitment,
+            clock=story.clock,
+            time=story_time(story.world_data, story.clock),
         )
 
 

@@ -1,4 +1,7 @@
-"""The tools the model sees (roll_check, roll_dice, narrate): their schemas, and what calling them does.
+"""The tools the model sees (roll_check, roll_dice, advance_time, narrate): their schemas, and what calling them does.
+
+advance_time is offered only in a world with a calendar (see `gm.calendar`): it moves the round's
+clock on, which the round stores as the time it ended at.
 
 The model learns a check roll's band, never its number. A bad call (malformed JSON, an unknown
 tool, check or character, a missing or unwanted target, a check whose outcome is certain at the
@@ -17,19 +20,33 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm import dice
+from gm.calendar import advance, advance_time_schema, duration_text
 from gm.chances import certain, refusal
+from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
 from gm.naturals import read_roll
-from gm.problems import describe
+from gm.problems import describe, json_depth, shown, text_problems
 from gm.prompt import CheckFact, check_fact_text
-from gm.referee import Outcome, RoundRoll, referee
+from gm.referee import MAX_NARRATION, Outcome, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import Check, CheckRollError, Edge, opposed_modifier, read_value
 from gm.store import RollRecord
 from gm.worlddef import CharacterCannotRoll, World
 
+# Bounds on what the model sends, so nothing it writes can overflow a column or fill a round with junk:
+# a target as large as a notation's constants, a reason of a short sentence, nesting as deep as narrate's.
+MAX_TARGET = MAX_CONSTANT
+MAX_REASON = 300
+MAX_ROLL_ID = 2**31 - 1
+MAX_DEPTH = 8
+
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
+
+
+def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool's parameters with its `reason` held to the bound every tool's reason has."""
+    return {**parameters, "reason": {**parameters["reason"], "maxLength": MAX_REASON}}
 
 
 def tool_schemas(world: World) -> list[dict[str, Any]]:
@@ -53,19 +70,33 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
             "roll_dice",
             "Roll plain dice (such as damage or a random table) in dice notation like 2d6+1. Returns the total.",
             {
-                "notation": {"type": "string", "description": "Dice notation: NdM, dM, d%, kh/kl/dh/dl, + and -."},
-                "reason": {"type": "string"},
+                "notation": {
+                    "type": "string",
+                    "maxLength": MAX_LENGTH,
+                    "description": "Dice notation: NdM, dM, d%, kh/kl/dh/dl, + and -.",
+                },
+                "reason": {"type": "string", "maxLength": MAX_REASON},
             },
             ["notation", "reason"],
         )
     )
+    if world.calendar is not None:
+        tools.append(
+            _function(
+                "advance_time",
+                "Move the story's clock on when time passes in the story (a wait, a journey, a night's sleep); "
+                "not for the moments an action takes. Time never goes backwards. Returns the new date and time.",
+                _bounded_reason(advance_time_schema()),
+                ["amount", "unit", "reason"],
+            )
+        )
     tools.append(
         _function(
             "narrate",
             "End the round: the narration the player reads, and one outcome per character whose fate was at stake. "
             "A character rolled for with roll_check must have an outcome naming that roll, with the roll's result.",
             {
-                "narration": {"type": "string"},
+                "narration": {"type": "string", "maxLength": MAX_NARRATION},
                 "outcomes": {
                     "type": "array",
                     "items": {
@@ -73,7 +104,12 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
                         "properties": {
                             "character": {"type": "string", "enum": names},
                             "result": {"type": "string", "enum": ["succeeded", "partial", "failed"]},
-                            "roll": {"type": "integer", "description": "The roll id that settled this outcome."},
+                            "roll": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": MAX_ROLL_ID,
+                                "description": "The roll id that settled this outcome.",
+                            },
                         },
                         "required": ["character", "result"],
                         "additionalProperties": False,
@@ -117,7 +153,7 @@ def _roll_check_properties(world: World, names: list[str]) -> dict[str, Any]:
             "description": f"Only for opposed checks ({', '.join(opposed)}), and required there: the character who"
             " resists, rolling the same dice with their own modifier. The roll settles the actor's outcome only.",
         }
-    properties["reason"] = {"type": "string", "description": "What the character attempts."}
+    properties["reason"] = {"type": "string", "maxLength": MAX_REASON, "description": "What the character attempts."}
     return properties
 
 
@@ -160,17 +196,20 @@ class RoundTools:
     earlier: Sequence[RollRecord] = ()
     rolls: list[RollRecord] = field(default_factory=list)
     retried: EarlierRolls = field(default_factory=EarlierRolls)
+    clock: int | None = None  # the story's time (gm.calendar), moved on by advance_time; None without a calendar
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
         schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas(self.world)}
         if name not in schemas:
-            raise ModelRetry(f"there is no tool '{name}'; the tools are {', '.join(schemas)}")
+            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(schemas)}")
         arguments = _arguments(name, raw_arguments, schemas[name])
         if name == "roll_check":
             return self.roll_check(arguments)
         if name == "roll_dice":
             return self.roll_dice(arguments)
+        if name == "advance_time":
+            return self.advance_time(arguments)
         return self.narrate(arguments)
 
     @property
@@ -189,7 +228,7 @@ class RoundTools:
         try:
             character = self.world.character(arguments["character"])
             modifier = self.world.modifier_for(check, character)
-            target = arguments.get("target")
+            target = None if arguments.get("target") is None else int(arguments["target"])  # 12.0 is 12
             read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
             edge = _edge(check, arguments.get("edge"))
             opponent, against = self._opponent(check, character.name, arguments.get("opponent"))
@@ -259,6 +298,13 @@ class RoundTools:
         result = dice.roll(expression, dice.for_one_roll(self.source))
         record = self._write("dice", result, str(arguments.get("reason", "")))
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
+
+    def advance_time(self, arguments: dict[str, Any]) -> ToolReply:
+        calendar = self.world.calendar
+        assert calendar is not None and self.clock is not None  # only offered, and so only accepted, with a calendar
+        before = self.clock
+        self.clock = advance(before, arguments)
+        return ToolReply({"now": calendar.text(self.clock), "passed": duration_text(self.clock - before)})
 
     def roll_for_player(self, expression: dice.Expression, purpose: str) -> str:
         """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master.
@@ -398,18 +444,30 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
 
 def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any]:
     """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
+    too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw) if raw.strip() else {}
+            raw = json.loads(raw, parse_constant=_no_constant) if raw.strip() else {}
         except json.JSONDecodeError as error:
             raise ModelRetry(
                 f"the arguments of {name} are not valid JSON ({error.msg} at column {error.colno}); send a JSON object"
             ) from None
+        except RecursionError:
+            raise too_deep from None
     if not isinstance(raw, dict):
         raise ModelRetry(f"the arguments of {name} must be a JSON object")
+    if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
+        raise too_deep
     problems = sorted(Draft202012Validator(schema).iter_errors(raw), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]
         where = ".".join(str(part) for part in first.absolute_path) or "arguments"
         raise ModelRetry(f"{name}: {where}: {describe(first)}")
+    for problem in text_problems(raw):  # a NUL, which PostgreSQL cannot store: refused the same on SQLite
+        raise ModelRetry(f"{name}: {problem.path.removeprefix('$.')}: {problem.message}")
     return raw
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON, though Python's parser takes them."""
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -202,14 +201,6 @@ def test_a_failed_regenerate_does_not_reroll_a_new_check(store: Store, harbor: P
     assert len(all_rolls(store)) == 2
 
 
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
-
-
 def test_through_the_api_a_retry_gets_the_same_roll(store: Store, worlds: Path) -> None:
     script = [roll_mara(), http_error(400, "Bad request."), roll_mara(), narrate_roll()]
     with served_app(store, worlds, script, faces=[11], transport="http") as (client, _):
@@ -236,7 +227,7 @@ CRASHING_PLAYER = textwrap.dedent(
 
     url, base_url, model, story = sys.argv[1:5]
     client = ModelClient(ModelSettings(base_url, "k", model))
-    game = Game(client, Store(url), settings=RoundSettings(lease_seconds=1.0))
+    game = Game(client, Store(url), settings=RoundSettings(lease_seconds=1.0, heartbeat_seconds=0.25))
     asyncio.run(game.play(story, "I pick the lock."))
     """
 )

@@ -1,7 +1,7 @@
 """table_rules: rolls.edge, opponent, opponent_modifier, natural_text and stepped_from (issue 16's table rules).
 
 Revision ID: table_rules
-Revises: integrity
+Revises: calendar
 Create Date: 2026-12-01
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "table_rules"
-down_revision: str | Sequence[str] | None = "integrity"
+down_revision: str | Sequence[str] | None = "calendar"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
