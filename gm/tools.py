@@ -30,8 +30,9 @@ from gm.problems import describe, json_depth, shown, text_problems
 from gm.prompt import CheckFact, check_fact_text
 from gm.referee import MAX_NARRATION, Outcome, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
-from gm.rules import Check, CheckRollError, Edge, opposed_modifier, read_value
+from gm.rules import CheckRollError, opposed_modifier, read_value
 from gm.store import RollRecord
+from gm.tools_table import edge_asked, opponent_of, roll_check_properties
 from gm.worlddef import CharacterCannotRoll, World
 
 # Bounds on what the model sends, so nothing it writes can overflow a column or fill a round with junk:
@@ -61,7 +62,7 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
                 "(a roll that could only end one way at the target given is refused, and nothing is rolled). "
                 "Returns the roll id and its band (label, result, critical), never the number. "
                 "Rolling the same check for the same character again this round returns the first roll.",
-                _roll_check_properties(world, names),
+                roll_check_properties(world, names, MAX_TARGET, MAX_REASON),
                 ["check", "character", "reason"],
             )
         )
@@ -120,41 +121,6 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
         )
     )
     return tools
-
-
-def _roll_check_properties(world: World, names: list[str]) -> dict[str, Any]:
-    """roll_check's arguments: `edge` only when some check declares edge dice, and `opponent` only
-    when some check is opposed, each saying which checks take it."""
-    assert world.rules is not None
-    checks = world.rules.checks
-    properties: dict[str, Any] = {
-        "check": {"type": "string", "enum": [check.key for check in checks]},
-        "character": {"type": "string", "enum": names},
-    }
-    if any(check.needs_target for check in checks):
-        properties["target"] = {
-            "type": "integer",
-            "description": "The difficulty or skill; only for over/under checks.",
-        }
-    edged = [check for check in checks if check.edges]
-    if edged:
-        takes = "; ".join(f"{check.key}: {' or '.join(check.edges)}" for check in edged)
-        properties["edge"] = {
-            "type": "string",
-            "enum": sorted({edge for check in edged for edge in check.edges}),
-            "description": f"Only for checks that declare it ({takes}): roll their dice with advantage or disadvantage"
-            " when the fiction gives the character one.",
-        }
-    opposed = [check.key for check in checks if check.opposed]
-    if opposed:
-        properties["opponent"] = {
-            "type": "string",
-            "enum": names,
-            "description": f"Only for opposed checks ({', '.join(opposed)}), and required there: the character who"
-            " resists, rolling the same dice with their own modifier. The roll settles the actor's outcome only.",
-        }
-    properties["reason"] = {"type": "string", "maxLength": MAX_REASON, "description": "What the character attempts."}
-    return properties
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -230,8 +196,8 @@ class RoundTools:
             modifier = self.world.modifier_for(check, character)
             target = None if arguments.get("target") is None else int(arguments["target"])  # 12.0 is 12
             read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
-            edge = _edge(check, arguments.get("edge"))
-            opponent, against = self._opponent(check, character.name, arguments.get("opponent"))
+            edge = edge_asked(check, arguments.get("edge"))
+            opponent, against = opponent_of(self.world, check, character.name, arguments.get("opponent"))
         except (KeyError, CharacterCannotRoll, CheckRollError) as error:
             raise ModelRetry(str(error.args[0]) if error.args else str(error)) from None
         net = opposed_modifier(modifier, against) if opponent is not None else modifier
@@ -271,19 +237,6 @@ class RoundTools:
             stepped_from=reading.stepped_from,
         )
         return ToolReply(_check_content(record, repeated=False))
-
-    def _opponent(self, check: Check, actor: str, named: Any) -> tuple[str | None, int]:
-        """An opposed check's opponent and their modifier; an opponent is refused for any other check."""
-        if not check.opposed:
-            if named is not None:
-                raise CheckRollError(f"check '{check.key}' is not opposed, so it takes no opponent; leave it out")
-            return None, 0
-        if named is None:
-            raise CheckRollError(f"check '{check.key}' is opposed: name the opponent, the character who resists")
-        opponent = self.world.character(str(named))
-        if opponent.name == actor:
-            raise CheckRollError(f"{actor} cannot oppose themselves; name another character as the opponent")
-        return opponent.name, self.world.modifier_for(check, opponent)
 
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
         try:
@@ -362,19 +315,6 @@ class RoundTools:
             reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
             raise ModelRetry(f"narrate was refused: {reasons} Call narrate again.")
         return ToolReply({"accepted": True}, ended=Narration(str(arguments["narration"]), outcomes))
-
-
-def _edge(check: Check, asked: Any) -> Edge | None:
-    """The edge asked for, if the check declares dice for it; otherwise a sentence saying what it takes."""
-    if asked is None:
-        return None
-    for edge in check.edges:
-        if edge == asked:
-            return edge
-    takes = f"it takes {' or '.join(check.edges)}" if check.edges else "it takes none"
-    raise CheckRollError(
-        f"check '{check.key}' declares no {asked} dice ({takes}); leave edge out or roll another check"
-    )
 
 
 def player_fact(record: RollRecord) -> str:
