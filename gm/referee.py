@@ -3,7 +3,8 @@
 An outcome that disagrees with the dice never reaches the player or the story. The referee refuses:
 an outcome whose result differs from its roll's result; a roll named by two outcomes; a rolled-for
 character whose outcome does not name the roll; a check roll that serves no outcome; an unknown roll
-id, character, or a roll named for the wrong character; a roll that was void or is plain dice; an
+id, character, or a roll named for the wrong character (an opposed roll settles the actor's outcome
+only: the opponent's outcome, if any, names no roll); a roll that was void or is plain dice; an
 outcome naming a roll whose band the game master had not yet been told (no narrating before the
 band: a `narrate` in the same message as the `roll_check` it names guesses the result, and a guess
 that happens to match is still a guess); and a narration that shows the player a roll id, raw tool
@@ -38,6 +39,7 @@ class RoundRoll:
     band: str | None = None
     result: Result | None = None  # None for plain dice, player rolls and void check rolls
     void: bool = False
+    opponent: str | None = None  # an opposed check's other character, whose outcome it does not settle
     seen: bool = True  # False until the game master was told the roll's band in an earlier message
 
 
@@ -118,7 +120,10 @@ def _outcome_refusals(
     named_by.setdefault(roll.id, index)
     if not roll.seen:  # whatever it says of the result is a guess: the only reason that matters
         return [*refusals, Refusal(before_the_band(roll.id), roll.id, who)]
-    if (roll.character or "").casefold() != who.casefold():
+    if roll.opponent is not None and roll.opponent.casefold() == who.casefold():
+        reason = f"roll {roll.id} was rolled for {roll.character} against {who}: it settles {roll.character}'s outcome"
+        refusals.append(Refusal(f"{reason} only; leave 'roll' out of {who}'s outcome", roll.id, who))
+    elif (roll.character or "").casefold() != who.casefold():
         reason = f"roll {roll.id} was rolled for {roll.character}, not {who}"
         refusals.append(Refusal(f"{reason}; name it in {roll.character}'s outcome", roll.id, who))
     elif roll.void:
