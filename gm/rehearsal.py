@@ -44,6 +44,7 @@ format, so the engine appends it to the messages as it would a real model's.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -120,8 +121,8 @@ class RehearsalModel:
     def for_world(self, world: World) -> RehearsalModel:
         """The same rehearsal playing `world`: it shares this model's counts, so tool call ids stay unique
         and each telling takes the next phrasing."""
-        view = RehearsalModel(world)
-        view._counts = self._counts
+        view = copy.copy(self)  # shallow: the counts are shared, and a subclass stays itself
+        view.world = world
         return view
 
     async def complete(
