@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
-from gm.cli_audit import add_audit_subcommands
+from gm.cli_audit import add_audit_subcommands, plain
 from gm.cli_edit import add_edit_subcommand
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
@@ -87,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    # An error may quote what was typed or read (an id, a file's text): never a control character raw.
+    print(f"error: {plain(message)}", file=sys.stderr)
     return code
 
 
