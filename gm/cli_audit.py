@@ -133,9 +133,7 @@ def run_reveal(arguments: argparse.Namespace) -> int:
     print(f"Revealed seed {seed.epoch} ({last}): {seed.seed}")
     print(f"  its commitment was {seed.commitment}")
     print(f"The rolls from {revealed.next.first_roll} on use a fresh seed, committed as {revealed.next.commitment}")
-    print(
-        f"Check the story with: gm audit {story_id}  (or gm show {story_id} --json, then gm audit --file)"
-    )
+    print(f"Check the story with: gm audit {story_id}  (or gm show {story_id} --json, then gm audit --file)")
     return 0
 
 

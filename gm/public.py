@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from gm.records import RollRecord, RoundRecord, SeedRecord, Story
     from gm.worlddef import World
 
+
 def as_utc(moment: datetime) -> datetime:
     """A stored moment with its timezone: SQLite hands back the UTC moments it was given without one."""
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -46,6 +46,7 @@ from gm.records import (
 )
 
 __all__ = [
+    "AmbiguousStory",
     "Attempt",
     "MemoryEntry",
     "ModelCall",
@@ -56,7 +57,6 @@ __all__ = [
     "Story",
     "StoryBase",
     "StoryNotFound",
-    "AmbiguousStory",
     "default_database_url",
     "make_engine",
     "model_call_from",

@@ -25,8 +25,8 @@ from gm.game import Game
 from gm.public import OutcomePublic, RoundPublic
 from gm.rehearsal import RehearsalModel, RehearsalStuck
 from gm.rehearsal_checks import catch_all, choose_check, is_catch_all, ranked_checks, score, stem, words
-from gm.rules import Check, parse_rules
 from gm.round import RoundResult
+from gm.rules import Check, parse_rules
 from gm.store import Store
 from gm.world import load_world
 
