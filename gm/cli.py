@@ -11,19 +11,19 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
 from gm.cli_audit import add_audit_subcommands, plain
+from gm.cli_check import add_check_subcommand
 from gm.cli_edit import add_edit_subcommand
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
-from gm.problems import Problem
 from gm.rules import Check
-from gm.world import check_world, load_rules, load_world, world_files
-from gm.worlddef import DICE_FILE, modifier_for
+from gm.world import load_rules, load_world
+from gm.worlddef import modifier_for
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,12 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument("--json", action="store_true", help="print min, max, mean and exact fractions as JSON")
     odds.set_defaults(run=run_odds)
 
-    check = subcommands.add_parser(
-        "check", help="validate a world folder (world.json and dice.json) or a dice.json file"
-    )
-    check.add_argument("path", type=Path, help="a world folder, its world.json, or a dice.json file")
-    check.add_argument("--json", action="store_true", help="print the problems as JSON")
-    check.set_defaults(run=run_check)
+    add_check_subcommand(subcommands)
     add_story_subcommands(subcommands)
     add_audit_subcommands(subcommands)
     add_serve_subcommand(subcommands)
@@ -133,31 +128,6 @@ def _check_for_odds(path: Path, key: str, arguments: argparse.Namespace) -> tupl
     except KeyError as error:
         raise UsageError(str(error.args[0])) from None
     return check, character.name, modifier_for(check, character)
-
-
-def run_check(arguments: argparse.Namespace) -> int:
-    files = world_files(arguments.path)
-    problems = check_world(arguments.path)
-    errors = [problem for problem in problems if problem.severity == "error"]
-    if arguments.json:
-        print(json.dumps({"ok": not errors, "problems": [_problem_json(problem) for problem in problems]}, indent=2))
-    else:
-        checked = " and ".join(files.names) + ("" if files.dice else f" (no {DICE_FILE}, so no checks)")
-        warnings = len(problems) - len(errors)
-        verdict = "has problems" if errors else "is fine"
-        counts = f"{_count(len(errors), 'error')}, {_count(warnings, 'warning')}"
-        print(f"{arguments.path}: {verdict}: checked {checked}; {counts}")
-        for problem in problems:
-            print(f"  {problem}")
-    return 1 if errors else 0
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def _problem_json(problem: Problem) -> dict[str, Any]:
-    return {"severity": problem.severity, "file": problem.file, "path": problem.path, "message": problem.message}
 
 
 def _looks_like_path(text: str) -> bool:
