@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from gm import dice
+from gm.dice.odds import decimal
 from gm.rules import Band, Check, Result, band_for, read_value
 
 
@@ -42,8 +43,13 @@ class CheckOdds:
     void: Fraction
     certain: Certain | None = None  # set when every roll gives one result
 
-    def to_json(self) -> dict[str, Any]:
-        data = self.dice.to_json()
+    def to_json(self, exact: bool = False) -> dict[str, Any]:
+        """The dice's odds (`gm.dice.Odds.to_json`) and each band's chance: decimals, or with `exact` fractions."""
+        data = self.dice.to_json(exact)
+
+        def shown(chance: Fraction) -> str | float:
+            return str(chance) if exact else decimal(chance.numerator / chance.denominator)
+
         data.update(
             {
                 "check": self.check.key,
@@ -55,11 +61,11 @@ class CheckOdds:
                         "label": chance.band.label,
                         "result": chance.band.result,
                         "critical": chance.band.critical,
-                        "probability": str(chance.probability),
+                        "probability": shown(chance.probability),
                     }
                     for chance in self.bands
                 ],
-                "void": str(self.void),
+                "void": shown(self.void),
                 "certain": None if self.certain is None else self.certain.to_json(),
             }
         )

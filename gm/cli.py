@@ -54,7 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     odds.add_argument("--target", type=int, help="the target of an over/under check")
     odds.add_argument("--modifier", type=int, help="a modifier added to the roll (default 0)")
     odds.add_argument("--character", help="a check rolled for this character of a world: its variable is the modifier")
-    odds.add_argument("--json", action="store_true", help="print min, max, mean and exact fractions as JSON")
+    odds.add_argument(
+        "--json",
+        action="store_true",
+        help="print min, max, mean and each value's probability as JSON (decimals; values under 1e-9 left out)",
+    )
+    odds.add_argument("--exact", action="store_true", help="with --json: every probability as an exact fraction")
     odds.set_defaults(run=run_odds)
 
     add_check_subcommand(subcommands)
@@ -95,13 +100,15 @@ def run_roll(arguments: argparse.Namespace) -> int:
 
 def run_odds(arguments: argparse.Namespace) -> int:
     subject: list[str] = arguments.subject
+    if arguments.exact and not arguments.json:
+        raise UsageError("--exact chooses how --json prints probabilities: add --json")
     if len(subject) == 2 and _looks_like_path(subject[0]):
         if arguments.hit is not None:
             raise UsageError("--hit belongs to notation; a check takes its hit from dice.json")
         check, name, modifier = _check_for_odds(Path(subject[0]), subject[1], arguments)
         result = check_odds(check, arguments.target, modifier)
         if arguments.json:
-            print(json.dumps({**result.to_json(), "character": name}, indent=2))
+            print(json.dumps({**result.to_json(arguments.exact), "character": name}, indent=2))
         else:
             print(render_check_odds(result, name))
         return 0
@@ -111,7 +118,9 @@ def run_odds(arguments: argparse.Namespace) -> int:
         raise UsageError("--character belongs to a check: gm odds WORLD CHECK --character NAME")
     distribution = dice.odds(" ".join(subject), hit=arguments.hit).shifted(arguments.modifier or 0)
     print(
-        json.dumps(distribution.to_json(), indent=2) if arguments.json else render_odds(" ".join(subject), distribution)
+        json.dumps(distribution.to_json(arguments.exact), indent=2)
+        if arguments.json
+        else render_odds(" ".join(subject), distribution)
     )
     return 0
 
