@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from gm.commands import RollDice, Say, SetDice, Simple, parse_command
+from gm.commands import MAX_LINE, RollDice, Say, SetDice, Simple, parse_command
 from gm.errors import GmError, NotFound, UsageError
 from gm.round import RoundEvents, RoundResult
 from gm.transcript import story_public, transcript
@@ -46,7 +46,7 @@ class StoryIn(BaseModel):
 class MessageIn(BaseModel):
     """What the player typed: words for the game master, or a command such as `/roll 2d6+1 pick the lock`."""
 
-    text: str = Field(min_length=1, max_length=4000)
+    text: str = Field(min_length=1, max_length=MAX_LINE)
 
 
 class SettingsIn(BaseModel):
@@ -82,6 +82,7 @@ def list_worlds(app: ServiceDep) -> list[dict[str, Any]]:
             {
                 "name": name,
                 "title": world.title,
+                "premise": world.premise,
                 "players": [character.name for character in world.players],
                 "checks": len(world.rules.checks) if world.rules else 0,
             }
