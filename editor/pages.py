@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException
 
 from gm.problems import Problem, ProblemsError, read_json
 
+from .saving import UnsafeTarget, file_version, save_text
 from .security import CSRF_FIELD, CsrfGuard, world_folder
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -85,6 +87,28 @@ def load(folder: Path, filename: str) -> Loaded:
         return Loaded(read_json(path), True)
     except ProblemsError as error:
         return Loaded(None, True, error.problems[0])
+
+
+def version_of(path: Path) -> str:
+    """The version of a world file for its form to carry ("" when there is none, or it cannot be used)."""
+    try:
+        return file_version(path)
+    except (UnsafeTarget, OSError):
+        return ""
+
+
+async def save(path: Path, text: str, version: str | None) -> bool:
+    """Save a world file in a worker thread (see `save_text`); a link or a FIFO is a 403, `StaleFile` is raised."""
+    try:
+        return await run_in_threadpool(save_text, path, text, version)
+    except UnsafeTarget as error:
+        raise HTTPException(403, str(error)) from None
+
+
+STALE = (
+    "{file} was changed on disk after this form was opened, so it was not saved; your form is kept below."
+    " Reload the page to see the file as it is now, or save again to replace it with this form."
+)
 
 
 def title_of(world: Any, name: str) -> str:

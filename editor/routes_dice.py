@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
-from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json
+from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json, read_regular
 from gm.rules import validate
 from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
 
@@ -26,8 +26,8 @@ from .dice_form import (
     draft_from_data,
     draft_from_form,
 )
-from .pages import Loaded, editor_of, load, posted_form, title_of
-from .saving import dice_text, save_text
+from .pages import STALE, Loaded, editor_of, load, posted_form, save, title_of, version_of
+from .saving import StaleFile, dice_text
 from .security import world_file
 from .strips import Preview, preview
 
@@ -39,7 +39,9 @@ def dice_page(request: Request, name: str, saved: str = "") -> HTMLResponse:
     folder = editor_of(request).folder(name)
     world, dice = load(folder, WORLD_FILE), load(folder, DICE_FILE)
     draft = draft_from_data(dice.data) if dice.exists else DiceDraft()
-    return _dice_page(request, name, draft, world, saved=saved, disk=dice)
+    # The form carries the file's version, so saving it cannot undo a change made on disk meanwhile.
+    version = version_of(folder / DICE_FILE)
+    return _dice_page(request, name, draft, world, saved=saved, disk=dice, version=version)
 
 
 @router.post("/worlds/{name}/dice", response_model=None)
@@ -49,18 +51,34 @@ async def edit_dice(request: Request, name: str) -> Response:
     form = await posted_form(request)
     draft = draft_from_form(form)
     action = form.get("action", "check")
+    version = form.get("version")
     world = load(folder, WORLD_FILE)
     if action == "json":
         text = dice_text(dice_data(draft))
-        return await run_in_threadpool(_raw_page, request, name, world, text, "form")
+        return await run_in_threadpool(_raw_page, request, name, world, text, "form", version=version or "")
     if action not in {"check", "save"}:
         apply_action(draft, action)
-        return await run_in_threadpool(_dice_page, request, name, draft, world, problems=False)
+        return await run_in_threadpool(_dice_page, request, name, draft, world, problems=False, version=version or "")
     findings = await run_in_threadpool(check_dice, draft, _usable(world))
     if action == "check" or findings.errors:
         status = 422 if action == "save" else 200
-        return await run_in_threadpool(_dice_page, request, name, draft, world, findings, status, tried=action)
-    changed = await run_in_threadpool(save_text, world_file(folder, DICE_FILE), dice_text(dice_data(draft)))
+        return await run_in_threadpool(
+            _dice_page, request, name, draft, world, findings, status, tried=action, version=version or ""
+        )
+    try:
+        changed = await save(world_file(folder, DICE_FILE), dice_text(dice_data(draft)), version)
+    except StaleFile as stale:
+        return await run_in_threadpool(
+            _dice_page,
+            request,
+            name,
+            draft,
+            world,
+            findings,
+            409,
+            version=stale.current,
+            stale=STALE.format(file=DICE_FILE),
+        )
     return editor.redirect(request, f"/worlds/{name}/dice?saved={'yes' if changed else 'same'}")
 
 
@@ -82,7 +100,7 @@ async def preview_dice(request: Request, name: str) -> HTMLResponse:
 @router.get("/worlds/{name}/dice/raw", response_class=HTMLResponse)
 def raw_page(request: Request, name: str) -> HTMLResponse:
     folder = editor_of(request).folder(name)
-    return _raw_page(request, name, load(folder, WORLD_FILE), "", "")
+    return _raw_page(request, name, load(folder, WORLD_FILE), "", "", version=version_of(folder / DICE_FILE))
 
 
 @router.post("/worlds/{name}/dice/raw", response_model=None)
@@ -91,23 +109,28 @@ async def paste_dice(request: Request, name: str) -> Response:
     editor = editor_of(request)
     folder = editor.folder(name)
     form = await posted_form(request)
-    text, action = form.get("text", ""), form.get("action", "check")
+    text, action, version = form.get("text", ""), form.get("action", "check"), form.get("version")
     world = load(folder, WORLD_FILE)
+    carried = version or ""
     try:
         data = parse_json(text, "pasted dice.json")
     except ProblemsError as error:
-        return _raw_page(request, name, world, text, "pasted", error.problems, status=422)
+        return _raw_page(request, name, world, text, "pasted", error.problems, status=422, version=carried)
     if action == "open":
         draft = draft_from_data(data)
         findings = await run_in_threadpool(check_dice, draft, _usable(world))
-        return await run_in_threadpool(_dice_page, request, name, draft, world, findings, opened=not _holds(data))
+        return await run_in_threadpool(
+            _dice_page, request, name, draft, world, findings, opened=not _holds(data), version=carried
+        )
     problems, blocking = _paste_problems(data, _usable(world))
     if action != "save" or blocking:
         status = 422 if action == "save" else 200
-        return _raw_page(request, name, world, text, "pasted", problems, status=status, tried=action)
-    changed = await run_in_threadpool(
-        save_text, world_file(folder, DICE_FILE), dice_text(dice_data(draft_from_data(data)))
-    )
+        return _raw_page(request, name, world, text, "pasted", problems, status=status, tried=action, version=carried)
+    try:
+        changed = await save(world_file(folder, DICE_FILE), dice_text(dice_data(draft_from_data(data))), version)
+    except StaleFile as stale:
+        message = STALE.format(file=DICE_FILE)
+        return _raw_page(request, name, world, text, "pasted", problems, 409, action, stale.current, message)
     return editor.redirect(request, f"/worlds/{name}/dice?saved={'yes' if changed else 'same'}")
 
 
@@ -143,6 +166,8 @@ def _dice_page(
     tried: str = "",
     disk: Loaded | None = None,
     opened: bool = False,
+    version: str = "",
+    stale: str = "",
 ) -> HTMLResponse:
     if findings is None:
         findings = check_dice(draft, _usable(world)) if problems else Findings()
@@ -161,6 +186,8 @@ def _dice_page(
         readings=READINGS,
         compares=COMPARES,
         backup=f"{DICE_FILE}.bak",
+        version=version,
+        stale=stale,
     )
 
 
@@ -220,14 +247,18 @@ def _raw_page(
     problems: list[Problem] | None = None,
     status: int = 200,
     tried: str = "",
+    version: str = "",
+    stale: str = "",
 ) -> HTMLResponse:
     """The raw view: dice.json as it is on disk, and a box for pasted (or the form's) JSON with its problems."""
     editor = editor_of(request)
     path = world_file(editor.folder(name), DICE_FILE)
-    on_disk = None
+    on_disk, unreadable = None, ""
     if path.exists():
-        raw = path.read_bytes()[: MAX_FILE_BYTES + 1]
-        on_disk = raw.decode("utf-8", errors="replace")
+        try:
+            on_disk = read_regular(path, MAX_FILE_BYTES).decode("utf-8", errors="replace")
+        except OSError as error:  # a FIFO or a device is refused, never waited on
+            unreadable = error.strerror or str(error)
     return editor.page(
         request,
         "raw.html",
@@ -235,8 +266,11 @@ def _raw_page(
         name=name,
         title=title_of(world.data, name),
         on_disk=on_disk,
+        unreadable=unreadable,
         text=text,
         source=source,
         problems=problems,
         tried=tried,
+        version=version,
+        stale=stale,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
@@ -13,9 +14,9 @@ from gm.rules import validate
 from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
 
 from .checking import Findings, check_world
-from .pages import Editor, editor_of, load, posted_form, title_of
-from .saving import save_text, world_text
-from .security import valid_world_name
+from .pages import STALE, Editor, editor_of, load, posted_form, save, title_of, version_of
+from .saving import StaleFile, save_text, sweep_temporaries, world_text
+from .security import valid_world_name, world_file
 from .world_form import KINDS, ROLES, WorldDraft, apply_action, draft_from_data, draft_from_form, world_data
 
 router = APIRouter()
@@ -57,6 +58,8 @@ def _entries(editor: Editor) -> tuple[list[Entry], list[str]]:
 
 def _entry(editor: Editor, name: str) -> Entry:
     folder = editor.folder(name)
+    with contextlib.suppress(OSError):
+        sweep_temporaries(folder)  # what saves killed midway left behind (a save sweeps too)
     world, dice = load(folder, WORLD_FILE), load(folder, DICE_FILE)
     unreadable = next(
         (
@@ -116,7 +119,10 @@ def world_page(request: Request, name: str, saved: str = "") -> HTMLResponse:
     world, dice = load(folder, WORLD_FILE), load(folder, DICE_FILE)
     draft = draft_from_data(world.data) if world.exists else WorldDraft()
     findings = check_world(draft, dice.data) if world.exists and world.problem is None else Findings()
-    return _world_page(request, name, draft, findings, saved=saved, disk=world.problem, dice_problem=dice.problem)
+    version = version_of(folder / WORLD_FILE)  # carried by the form, so a save cannot undo a change made meanwhile
+    return _world_page(
+        request, name, draft, findings, saved=saved, disk=world.problem, dice_problem=dice.problem, version=version
+    )
 
 
 @router.post("/worlds/{name}", response_model=None)
@@ -126,15 +132,25 @@ async def edit_world(request: Request, name: str) -> Response:
     form = await posted_form(request)
     draft = draft_from_form(form)
     action = form.get("action", "check")
+    version = form.get("version")
     dice = load(folder, DICE_FILE)
+    carried = version or ""
     if action not in {"check", "save"}:
         apply_action(draft, action)
-        return _world_page(request, name, draft, Findings(), dice_problem=dice.problem)
+        return _world_page(request, name, draft, Findings(), dice_problem=dice.problem, version=carried)
     findings = check_world(draft, dice.data)
     if action == "check" or findings.errors:
         status = 422 if action == "save" else 200
-        return _world_page(request, name, draft, findings, status=status, dice_problem=dice.problem, tried=action)
-    changed = await run_in_threadpool(save_text, folder / WORLD_FILE, world_text(world_data(draft)[0]))
+        return _world_page(
+            request, name, draft, findings, status=status, dice_problem=dice.problem, tried=action, version=carried
+        )
+    try:
+        changed = await save(world_file(folder, WORLD_FILE), world_text(world_data(draft)[0]), version)
+    except StaleFile as stale:
+        message = STALE.format(file=WORLD_FILE)
+        return _world_page(
+            request, name, draft, findings, 409, dice_problem=dice.problem, version=stale.current, stale=message
+        )
     return editor.redirect(request, f"/worlds/{name}?saved={'yes' if changed else 'same'}")
 
 
@@ -150,6 +166,8 @@ def _world_page(
     tried: str = "",
     disk: Problem | None = None,
     dice_problem: Problem | None = None,
+    version: str = "",
+    stale: str = "",
 ) -> HTMLResponse:
     editor = editor_of(request)
     return editor.page(
@@ -167,5 +185,7 @@ def _world_page(
         tried=tried,
         disk=disk,
         dice_problem=dice_problem,
+        version=version,
+        stale=stale,
         backup=f"{WORLD_FILE}.bak",
     )

@@ -4,18 +4,26 @@ The layout is the README's: two-space indent, fields in the reference's order, a
 character's variables) on one line, UTF-8 with a trailing newline. Saving the sample worlds unchanged
 gives back their files byte for byte. A save writes a temporary file in the same folder, flushes and
 syncs it, copies the file it replaces to `<name>.bak`, then renames the new file into place, so the
-file is never missing or half-written and the previous version is always on disk.
+file is never missing or half-written and the previous version is always on disk. A save never
+writes through a symbolic link or to anything but a regular file, never replaces a file that changed
+on disk since its form was opened (`file_version`), and removes what killed saves left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+from gm.problems import MAX_FILE_BYTES, read_regular
 
 CHECK_ORDER = ("key", "name", "use", "dice", "reading", "hit", "compare", "modifier", "bands")
 BAND_ORDER = ("label", "min", "max", "result", "critical")
@@ -106,18 +114,62 @@ def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def save_text(path: Path, text: str) -> bool:
+class UnsafeTarget(Exception):
+    """The path to save to is a symbolic link, or something other than a regular file (a FIFO, a device)."""
+
+
+class StaleFile(Exception):
+    """The file changed on disk after the form being saved was opened; `current` is its version now."""
+
+    def __init__(self, current: str) -> None:
+        super().__init__("the file changed on disk after this form was opened")
+        self.current = current
+
+
+def check_target(path: Path) -> None:
+    """Refuse to write to `path` unless it is missing or a regular file that is not a symbolic link.
+
+    A link could lead anywhere (and the backup would copy what it points at); a FIFO would hang the save.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise UnsafeTarget(f"{path.name} in this world is a symbolic link, which the editor does not follow.")
+    if not stat.S_ISREG(mode):
+        raise UnsafeTarget(f"{path.name} in this world is not a regular file (a FIFO, a device or a socket).")
+
+
+def file_version(path: Path) -> str:
+    """A short fingerprint of the file's content ("" when there is none), for a form to carry and compare."""
+    check_target(path)
+    try:
+        content = read_regular(path, MAX_FILE_BYTES)
+    except FileNotFoundError:
+        return ""
+    return hashlib.sha256(content).hexdigest()[:16]
+
+
+def save_text(path: Path, text: str, version: str | None = None) -> bool:
     """Write `text` to `path` atomically, keeping the file it replaces as `<name>.bak`.
 
-    Returns False, writing nothing, when the file already holds exactly this text, so that the
-    backup always holds the version before the last real change.
+    With `version` (from `file_version` when the form was opened), a file changed on disk since is not
+    replaced: `StaleFile`. A symbolic link or anything but a regular file is `UnsafeTarget`. Returns
+    False, writing nothing, when the file already holds exactly this text, so that the backup always
+    holds the version before the last real change. Temporary files left by a save that was killed
+    are removed first (`sweep_temporaries`).
     """
+    check_target(path)
     data = text.encode("utf-8")
-    if path.exists() and path.read_bytes() == data:
+    if version is not None and (current := file_version(path)) != version:
+        raise StaleFile(current)
+    if path.exists() and read_regular(path, MAX_FILE_BYTES) == data:
         return False
     folder = path.parent
+    sweep_temporaries(folder)
     mode = path.stat().st_mode & 0o777 if path.exists() else NEW_FILE_MODE
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    descriptor, temporary = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".tmp", dir=folder)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
@@ -140,9 +192,51 @@ def backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
+def _temporary_prefix(path: Path) -> str:
+    """Temporary files are named `.<name>.<pid>.<random>.tmp`, so a sweep can tell whose they are."""
+    return f".{path.name}.{os.getpid()}."
+
+
+_TEMPORARY = re.compile(r"^\.(?:world|dice)\.json\.(?:(\d+)\.)?[^/]*\.tmp$")
+STALE_TEMPORARY_SECONDS = 3600  # a temporary file whose process cannot be told: left this long, it is stale
+
+
+def sweep_temporaries(folder: Path) -> list[str]:
+    """Remove the temporary files of saves killed before they finished (`kill -9`, a power cut); their names.
+
+    A save writes `.world.json.<pid>.<random>.tmp` and renames it into place at once, so such a file
+    outlives its save only when the save's process died: one whose process is gone is removed, and any
+    once it is an hour old (an older name, a process of another machine sharing the folder, a process
+    id used again). A younger file of a process still running is left alone: it may be mid-save.
+    """
+    removed = []
+    now = time.time()
+    for entry in os.scandir(folder):
+        match = _TEMPORARY.match(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        owner = int(match.group(1)) if match.group(1) else None
+        old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMPORARY_SECONDS  # no save takes an hour
+        if old or (owner is not None and not _running(owner)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def _backup(path: Path) -> None:
     """Copy `path` to its backup through a temporary file, so a backup is never half-written either."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".bak.tmp", dir=path.parent)
+    descriptor, temporary = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".bak.tmp", dir=path.parent)
     os.close(descriptor)
     try:
         shutil.copy2(path, temporary)

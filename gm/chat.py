@@ -3,13 +3,18 @@
 At a terminal it uses rich (a spinner while the model works, dimmed dice cards); otherwise it reads
 one player line at a time from stdin and prints plain text, so it can be scripted and tested. The
 memory keeper runs in the background while the player types.
+
+Everything printed passes through `gm.text.visible`, so a control character a model or a world file
+wrote is shown (ESC as U+241B) instead of obeyed by the terminal. A piped line that is not UTF-8 is
+refused with one sentence, and the chat goes on. `rounds_failed` counts the rounds that could not be
+played (`gm play` then exits 1).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +25,7 @@ from gm.game import Game
 from gm.model import model_name
 from gm.public import RollPublic, StoryPublic
 from gm.round import RoundResult
+from gm.text import visible
 from gm.transcript import card, opened
 
 
@@ -33,6 +39,8 @@ class Chat:
         self.out = out or sys.stdout
         self.console = Console(file=self.out, highlight=False, soft_wrap=not interactive)
         self.last_rolls: list[RollPublic] = []
+        self.rounds_failed = 0
+        self.lines_read = 0
 
     @property
     def dice_setting(self) -> str:
@@ -52,11 +60,25 @@ class Chat:
         self.say(f"The story is saved; continue it with: gm play --story {self.story_id}")
 
     def read_line(self) -> str | None:
-        try:
-            line = self.console.input("[bold]> [/bold]") if self.interactive else sys.stdin.readline()
-        except EOFError:
+        """The next line the player typed ("" for one that cannot be read), or None at the end of input."""
+        if self.interactive:
+            try:
+                return self.console.input("[bold]> [/bold]")
+            except EOFError:
+                return None
+        stdin: BinaryIO | None = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # a text stream (as when gm.cli.main runs in process): already decoded
+            text = sys.stdin.readline()
+            return None if text == "" else text
+        raw = stdin.readline()  # bytes: a line that is not UTF-8 is refused, not fatal
+        if raw == b"":
             return None
-        return None if not self.interactive and line == "" else line
+        self.lines_read += 1
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            self.error(f"line {self.lines_read} is not UTF-8 text (byte {error.start + 1}); it was skipped")
+            return ""
 
     async def handle(self, line: str) -> bool:
         """Act on one line; False when the player leaves."""
@@ -97,6 +119,7 @@ class Chat:
             else:
                 result = await playing
         except GmError as error:  # the round failed, the story is busy, the model is unreachable...
+            self.rounds_failed += 1
             self.error(str(error))
             return
         self.show(result)
@@ -127,19 +150,19 @@ class Chat:
 
     def say(self, text: str) -> None:
         if self.interactive:
-            self.console.print(escape(text))
+            self.console.print(escape(visible(text)))
         else:
-            print(text, file=self.out, flush=True)
+            print(visible(text), file=self.out, flush=True)
 
     def styled(self, markup: str, plain: str | None) -> None:
         """Rich markup at a terminal; the plain form (if any) for scripts."""
         if self.interactive:
-            self.console.print(markup)
+            self.console.print(visible(markup))
         elif plain is not None:
-            print(plain, file=self.out, flush=True)
+            print(visible(plain), file=self.out, flush=True)
 
     def error(self, message: str) -> None:
         if self.interactive:
-            self.console.print(f"[red]error:[/red] {escape(message)}")
+            self.console.print(f"[red]error:[/red] {escape(visible(message))}")
         else:
-            print(f"error: {message}", file=sys.stderr, flush=True)
+            print(f"error: {visible(message)}", file=sys.stderr, flush=True)

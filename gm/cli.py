@@ -1,7 +1,8 @@
 """`gm`: the command line, a thin layer over the library.
 
-Exit codes: 0 success; 1 when `gm check` finds errors; 2 bad input, with one `error:` line on stderr;
-3 an internal failure, also one line. Never a traceback.
+Exit codes: 0 success; 1 when `gm check` finds errors, or when a round of `gm play` could not be
+played; 2 bad input, with one `error:` line on stderr; 3 an internal failure, also one line. Never a
+traceback, and never a control character from a model or a world file (`gm.text.visible`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
-from gm.cli_audit import add_audit_subcommands, plain
+from gm.cli_audit import add_audit_subcommands
 from gm.cli_check import add_check_subcommand
 from gm.cli_edit import add_edit_subcommand
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
 from gm.rules import Check
+from gm.text import visible
 from gm.world import load_rules, load_world
 from gm.worlddef import modifier_for
 
@@ -87,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    # An error may quote what was typed or read (an id, a file's text): never a control character raw.
-    print(f"error: {plain(message)}", file=sys.stderr)
+    # An error may quote what was typed or read (an id, a world file): never a control character raw.
+    print(f"error: {visible(message)}", file=sys.stderr)
     return code
 
 
@@ -110,7 +112,7 @@ def run_odds(arguments: argparse.Namespace) -> int:
         if arguments.json:
             print(json.dumps({**result.to_json(arguments.exact), "character": name}, indent=2))
         else:
-            print(render_check_odds(result, name))
+            print(visible(render_check_odds(result, name)))  # names and labels from dice.json
         return 0
     if arguments.target is not None:
         raise UsageError("--target belongs to a check: gm odds DICE_JSON_OR_WORLD CHECK --target T")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gm.problems import Problem, ProblemsError
+from gm.text import visible
 from gm.world import check_world, world_files
 from gm.worlddef import DICE_FILE, WORLD_FILE
 
@@ -72,9 +73,9 @@ def run_check(arguments: argparse.Namespace) -> int:
         errors = _errors(problems)
         verdict = "has problems" if errors else "is fine"
         counts = f"{_count(len(errors), 'error')}, {_count(len(problems) - len(errors), 'warning')}"
-        print(f"{report['path']}: {verdict}: checked {report['checked']}; {counts}")
+        print(visible(f"{report['path']}: {verdict}: checked {report['checked']}; {counts}"))
         for problem in problems:
-            print(f"  {problem}")
+            print(visible(f"  {problem}"))  # a problem may quote the file
     if len(reports) > 1:
         print(f"{_count(len(reports), 'world')} checked: {len(failed)} with errors")
     return 1 if failed else 0

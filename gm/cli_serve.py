@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,9 +15,12 @@ from gm.cli_story import REHEARSAL, add_judge_argument, choose_judge
 from gm.errors import UsageError
 from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm.lease import check_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.rehearsal import RehearsalModel
+from gm.round import RoundSettings
 from gm.store import Store
+from gm.text import visible
 from gm.worlddef import WORLD_FILE
 
 
@@ -50,7 +55,13 @@ def run_serve(arguments: argparse.Namespace) -> int:
     mounted = hosts is not None and arguments.worlds.is_dir()
     login, generated = editor_login(arguments.host, UsageError) if mounted else (None, None)
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
-    game = Game(model, Store(), judge_model=choose_judge(arguments, model), judging=judging)
+    game = Game(
+        model,
+        Store(),
+        settings=round_settings(os.environ),
+        judge_model=choose_judge(arguments, model),
+        judging=judging,
+    )
     app = create_app(
         game,
         arguments.worlds,
@@ -58,10 +69,11 @@ def run_serve(arguments: argparse.Namespace) -> int:
         editor=mounted,
         editor_hosts=hosts or LOOPBACK_HOSTS,
         editor_login=login,
+        api_hosts=allowed_hosts(arguments.host),
     )
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     print(f"Serving stories at http://{shown}:{arguments.port}/  (Ctrl+C stops it)")
-    print(describe_worlds(arguments.worlds))
+    print(visible(describe_worlds(arguments.worlds)))  # the folder's path is shown, never obeyed
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master of each story's world; no model is called.")
     if hosts is None:
@@ -94,6 +106,31 @@ def describe_worlds(folder: Path) -> str:
     if not names:
         return f"Worlds: {where} holds no world (a folder with {WORLD_FILE}), so no story can be started."
     return f"Worlds from {where}: {', '.join(names)}"
+
+
+def round_settings(environ: Mapping[str, str]) -> RoundSettings:
+    """The round settings, with the lease's times from GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS (see gm.lease)."""
+    default = RoundSettings()
+    settings = replace(
+        default,
+        lease_seconds=_seconds(environ, "GM_LEASE_SECONDS", default.lease_seconds),
+        heartbeat_seconds=_seconds(environ, "GM_HEARTBEAT_SECONDS", default.heartbeat_seconds),
+    )
+    try:
+        check_settings(settings)
+    except ValueError as error:
+        raise UsageError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
+    return settings
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number of seconds, not {text!r}") from None
 
 
 def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from gm.chat import Chat
-from gm.cli_audit import plain
 from gm.errors import UsageError
 from gm.game import Game
 from gm.judge import judge_settings
@@ -18,6 +17,7 @@ from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.public import as_utc
 from gm.rehearsal import RehearsalModel
 from gm.store import Store, Story, StoryNotFound
+from gm.text import visible, visible_json
 from gm.transcript import render_transcript, story_public, transcript
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
@@ -93,8 +93,9 @@ def run_play(arguments: argparse.Namespace) -> int:
         print(f"Fair dice: the seed's commitment is {seed.commitment} (gm reveal {story_id} publishes the seed)")
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master; no model is called.", flush=True)
-    asyncio.run(Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty()).run())
-    return 0
+    chat = Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty())
+    asyncio.run(chat.run())
+    return 1 if chat.rounds_failed else 0  # so a script notices a round that could not be played
 
 
 def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
@@ -133,7 +134,7 @@ def run_stories(arguments: argparse.Namespace) -> int:
         print("No stories yet; start one with gm play WORLD.")
     for story in stories:
         rounds = f"{story.rounds} round{'' if story.rounds == 1 else 's'}"
-        print(f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {plain(story.title)}")
+        print(visible(f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {story.title}"))
     return 0
 
 
@@ -141,9 +142,9 @@ def run_show(arguments: argparse.Namespace) -> int:
     store = Store()
     data = transcript(store, _story(store, arguments.story).id)
     if arguments.json:
-        print(json.dumps(data.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        print(visible_json(json.dumps(data.model_dump(mode="json"), indent=2, ensure_ascii=False)))
     else:
-        print(render_transcript(data))
+        print(visible(render_transcript(data)))
     return 0
 
 

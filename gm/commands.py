@@ -2,6 +2,7 @@
 
 Anything not starting with `/` is a message for the game master. An unknown `/command` is an error,
 never a message to the model, and so is bad notation in `/roll`: nothing is rolled, stored or sent.
+So is a line a story cannot store (a NUL character or half a surrogate pair, see `gm.text`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Literal
 from gm import dice
 from gm.errors import UsageError
 from gm.round import PlayerRoll
+from gm.text import unstorable
 
 HELP = """\
 Type what your character does, and the game master answers.
@@ -71,6 +73,9 @@ def parse_command(line: str) -> Command | None:
         raise CommandError(
             f"that is {len(text):,} characters long; at most {MAX_LINE:,} fit in one turn, so nothing was sent"
         )
+    problem = unstorable(text)
+    if problem is not None:
+        raise CommandError(f"the line {problem}, which a story cannot store; type it again without it")
     if not text.startswith("/"):
         return Say(text)
     name, _, rest = text[1:].partition(" ")

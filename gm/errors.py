@@ -5,6 +5,7 @@
     │                       sentence back as the tool's result and counts it as a refusal
     ├── PlayError           for the player: this round could not be played (try again)
     │   ├── RoundFailed     the game master could not end the round within its bounds
+    │   │   └── LeaseLost   the round outlived its hold on the story, so it was not saved
     │   └── StoryBusy       another round of the story is being played right now
     ├── UsageError          for the caller: a bad request to the library, the CLI or the API
     │                       (bad notation, a broken world file, an unknown story, nothing to
@@ -32,6 +33,10 @@ class PlayError(GmError):
 
 class RoundFailed(PlayError):
     """The game master could not end the round in agreement with the dice within the round's bounds."""
+
+
+class LeaseLost(RoundFailed):
+    """The round's process lost the story's lease before the round was accepted, so it was not written."""
 
 
 class StoryBusy(PlayError):

@@ -31,6 +31,7 @@ from gm.model import ChatModel, ModelError, model_name
 from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
 from gm.seeds import first_seed
 from gm.store import Store, Story
+from gm.text import require_storable
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
 
@@ -140,6 +141,7 @@ class Game:
         events: RoundEvents | None = None,
     ) -> RoundResult:
         """Play one round (with the player's own roll, if any); the memory keeper then runs in the background."""
+        require_storable("the player's text", text)  # refused before anything is written (gm.text)
         result = await play_round(
             self.store,
             story_id,

@@ -22,6 +22,7 @@ from typing import Any
 from gm.model import ChatModel, Completion, ModelError
 from gm.prompt import VERBATIM_ROUNDS, Past, fold_messages, keeper_round_messages
 from gm.store import MemoryEntry, Store, Story, model_call_from
+from gm.text import storable
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
@@ -93,7 +94,7 @@ class MemoryKeeper:
         """The memory keeper's text for `what` (such as "round 3"), or `EmptyMemory` when it wrote none."""
         completion = await self.model.complete(messages)
         await self.store.off_loop(self.store.add_model_calls, [model_call_from(completion, "memory", story_id)])
-        summary = summary_text(completion.content)
+        summary = storable(summary_text(completion.content))  # notes, not shown: a NUL is replaced, not refused
         if not summary:
             raise EmptyMemory(
                 f"The memory keeper's answer for {what} was {_no_text(completion)}, so nothing was stored;"

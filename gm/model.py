@@ -32,6 +32,7 @@ import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from gm.errors import OperatorError
+from gm.text import storable
 
 PLACEHOLDER_API_KEY = "not-needed"  # local servers (Ollama, llama.cpp) need no key, but the client insists on one
 OPENAI_URL = "https://api.openai.com/v1"
@@ -209,8 +210,11 @@ class ModelClient:
         latency_ms = round((self._clock() - started) * 1000)
         try:
             return read_completion(response.http_response.json(), options, latency_ms, attempts, self._new_id)
-        except (ValueError, TypeError) as error:
-            why = "it is not JSON" if isinstance(error, json.JSONDecodeError) else _sentence_part(str(error))
+        except (ValueError, TypeError, RecursionError) as error:
+            if isinstance(error, RecursionError):  # JSON nested thousands deep: no chat completion looks like that
+                why = "it is nested too deeply"
+            else:
+                why = "it is not JSON" if isinstance(error, json.JSONDecodeError) else _sentence_part(str(error))
             reason = f"an answer that is not a chat completion ({why})"
             raise ModelUnavailable(
                 f"The model server at {self._where} gave {reason}.", attempts=attempts, reason=reason
@@ -349,7 +353,8 @@ def read_completion(
     return Completion(
         content=content,
         tool_calls=tool_calls,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        # Stored with the call's record: kept short, and free of what a database cannot hold.
+        finish_reason=storable(finish_reason[:40]) if isinstance(finish_reason, str) else None,
         usage=_usage(data.get("usage"), options, raw_message),
         latency_ms=latency_ms,
         attempts=attempts,

@@ -10,8 +10,11 @@ find the rest.
 from __future__ import annotations
 
 import difflib
+import errno
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +23,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from gm.errors import UsageError
+from gm.text import unstorable
 
 Severity = Literal["error", "warning"]
 
@@ -102,6 +106,30 @@ def schema_problems(validator: Draft202012Validator, data: Any) -> list[Problem]
     return [Problem(error.json_path, describe(error)) for error in errors]
 
 
+def text_problems(data: Any) -> list[Problem]:
+    """Every string (value or member name) in `data` that a story cannot store: a NUL or half a surrogate pair.
+
+    PostgreSQL's text cannot hold U+0000, so such a file is refused here rather than by the database
+    when a story starts from it (see `gm.text`). The walk is a loop, not recursion, so no nesting breaks it.
+    """
+    problems: list[Problem] = []
+    pending: list[tuple[str, Any]] = [("$", data)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if reason := unstorable(value):
+                problems.append(Problem(path, f"the text {reason}, which a story cannot store; remove it"))
+        elif isinstance(value, dict):
+            for name, member in value.items():
+                if reason := unstorable(name):
+                    problems.append(Problem(path, f"the name {_shown(name)} {reason}; rename it"))
+                    continue
+                pending.append((member_path(path, name), member))
+        elif isinstance(value, list):
+            pending.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+    return sorted(problems, key=document_order)
+
+
 def describe(error: ValidationError) -> str:
     """One sentence for one schema error."""
     kind, expected, found = error.validator, error.validator_value, error.instance
@@ -117,7 +145,7 @@ def describe(error: ValidationError) -> str:
     if kind == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(found) - set(allowed)) if isinstance(found, dict) else []
-        names = ", ".join(f"'{name}'" for name in extra)
+        names = ", ".join(_shown(name) for name in extra)  # quoted and cut short: a name may be anything
         known = f"{names} {'is' if len(extra) == 1 else 'are'} not known here"
         guesses = [f"'{close[0]}'" for name in extra if (close := _close_names(name, allowed))]
         guess = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
@@ -158,32 +186,87 @@ def _close_names(name: str, allowed: list[str]) -> list[str]:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, str) and len(value) > 40:
+        value = value[:40]  # the repr of a megabyte of text is not worth making to show 40 characters of it
     text = repr(value) if not isinstance(value, bool | type(None)) else str(value).lower().replace("none", "null")
     return text if len(text) <= 40 else text[:39] + "\u2026"
+
+
+def shown(value: Any) -> str:
+    """A value as a message quotes it: its JSON-like repr, cut to 40 characters, control characters escaped."""
+    return _shown(value)
+
+
+def json_depth(value: Any) -> int:
+    """How deeply parsed JSON nests (a scalar is 0, `[]` is 1), found by a loop so no depth can break it."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            pending.extend((member, depth + 1) for member in item.values())
+        elif isinstance(item, list):
+            pending.extend((member, depth + 1) for member in item)
+        else:
+            deepest = max(deepest, depth)
+            continue
+        deepest = max(deepest, depth + 1)
+    return deepest
 
 
 # Reading an author's JSON file.
 
 MAX_FILE_BYTES = 1_000_000
+MAX_DEPTH = 32  # world files nest 5 deep; deeper is refused before anything walks the data recursively
+NOT_REGULAR = "this is not a regular file (a FIFO, a device or a socket), expected a JSON file"
 
 
 class _RepeatedKey(ValueError):
     pass
 
 
+class NotARegularFile(OSError):
+    """A path that names a FIFO, a device or a socket where a file was expected."""
+
+
+def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` + 1 of them (so a caller can tell it is too long).
+
+    The file is opened without blocking and checked before it is read, so a FIFO or a device named like
+    a world file is refused (`NotARegularFile`) instead of waited on; a folder is `IsADirectoryError`.
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(errno.EINVAL, NOT_REGULAR, str(path))
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0 and (chunk := os.read(descriptor, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
 def read_json(path: Path) -> Any:
     """The parsed content of a JSON file, or `ProblemsError` saying what is wrong and where."""
     name = str(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         raise ProblemsError(name, [Problem("$", "the file does not exist")]) from None
     except IsADirectoryError:
         raise ProblemsError(name, [Problem("$", "this is a folder, expected a JSON file")]) from None
+    except NotARegularFile:
+        raise ProblemsError(name, [Problem("$", NOT_REGULAR)]) from None
     except OSError as error:
         raise ProblemsError(name, [Problem("$", f"the file cannot be read ({error.strerror})")]) from None
     if len(raw) > MAX_FILE_BYTES:
-        raise ProblemsError(name, [Problem("$", f"the file is {len(raw):,} bytes, at most {MAX_FILE_BYTES:,}")])
+        raise ProblemsError(name, [Problem("$", f"the file is over {MAX_FILE_BYTES:,} bytes")])
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -193,14 +276,21 @@ def read_json(path: Path) -> Any:
 
 
 def parse_json(text: str, name: str) -> Any:
-    """Parse JSON text, refusing repeated keys in one object (JSON would silently keep the last)."""
+    """Parse JSON text, refusing repeated keys in one object (JSON would silently keep the last) and
+    nesting deeper than `MAX_DEPTH` (which would break whatever walks the data next)."""
+    too_deep = Problem("$", f"the JSON is nested more than {MAX_DEPTH} deep; a world file needs 5 at most")
     try:
-        return json.loads(text, object_pairs_hook=_refuse_repeats)
+        data = json.loads(text, object_pairs_hook=_refuse_repeats)
     except json.JSONDecodeError as error:
         problem = Problem("$", f"line {error.lineno}, column {error.colno}: {error.msg.lower()}")
         raise ProblemsError(name, [problem]) from None
     except _RepeatedKey as error:
         raise ProblemsError(name, [Problem("$", str(error))]) from None
+    except RecursionError:  # nested thousands deep: the parser gives up before the depth is measured
+        raise ProblemsError(name, [too_deep]) from None
+    if json_depth(data) > MAX_DEPTH:
+        raise ProblemsError(name, [too_deep])
+    return data
 
 
 def _refuse_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -76,7 +76,7 @@ class SeedRecord(SQLModel, table=True):
 
 
 class Attempt(SQLModel, table=True):
-    """One try at playing a round; `status` is running, accepted or failed."""
+    """One try at playing a round; `status` is running, accepted, failed, or abandoned (its process died)."""
 
     __tablename__ = "attempts"
     id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True)

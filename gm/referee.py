@@ -4,8 +4,9 @@ An outcome that disagrees with the dice never reaches the player or the story. T
 an outcome whose result differs from its roll's result; a roll named by two outcomes; a rolled-for
 character whose outcome does not name the roll; a check roll that serves no outcome; an unknown roll
 id, character, or a roll named for the wrong character; a roll that was void or is plain dice; and a
-narration that shows the player a roll id or raw tool JSON. A critical band does not change the
-result: a critical success is still `succeeded`. Each refusal is one sentence the model can act on.
+narration that shows the player a roll id or raw tool JSON, is longer than `MAX_NARRATION`, or holds
+a character no story can store (a NUL). A critical band does not change the result: a critical
+success is still `succeeded`. Each refusal is one sentence the model can act on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gm.text import unstorable
+
 Result = Literal["succeeded", "partial", "failed"]
+MAX_NARRATION = 10_000  # characters in a round's narration (a plain-text answer included)
 RESULTS: tuple[Result, ...] = ("succeeded", "partial", "failed")
 
 
@@ -134,6 +138,12 @@ def _unserved_rolls(rolls: Sequence[RoundRoll], outcomes: Sequence[Outcome], nam
 
 
 def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refusal]:
+    if len(narration) > MAX_NARRATION:
+        return [
+            Refusal(f"the narration is {len(narration):,} characters long, at most {MAX_NARRATION:,}; tell it shorter")
+        ]
+    if problem := unstorable(narration):  # a NUL: no database of a story can hold it
+        return [Refusal(f"the narration {problem}, which cannot be shown or stored; tell it again without it")]
     refusals: list[Refusal] = []
     if TOOL_JSON.search(narration) or TOOL_CALL.search(narration):
         refusals.append(Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out"))

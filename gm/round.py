@@ -1,11 +1,13 @@
 """One round, top to bottom: player text -> tool loop -> refereed outcome -> stored.
 
-The story's lease is taken so no other round of it runs at once. The game master is called with the
-world, the past and the player's text; its tool calls are run in order, each roll written as it is
-rolled. The round ends when narrate is accepted by the referee, or, in a round where no check was
-rolled, when the model answers in plain text. Refusals and model calls are bounded; past either
-bound, or when the model's answer is cut off, the round fails cleanly: its rolls stay (marked by
-their failed attempt), nothing else is written, and the caller gets one sentence to show the player.
+The story's lease is taken so no other round of it runs at once, and renewed while the round runs
+(`gm.lease`); the accepted round is written only if the lease is still held. The game master is
+called with the world, the past and the player's text; its tool calls are run in order, each roll
+written as it is rolled. The round ends when narrate is accepted by the referee, or, in a round
+where no check was rolled, when the model answers in plain text. Refusals and model calls are
+bounded; past either bound, or when the model's answer is cut off, the round fails cleanly: its
+rolls stay (marked by their failed attempt), nothing else is written, and the caller gets one
+sentence to show the player (whatever else stops a round ends its attempt the same way: `gm.failing`).
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gm import dice
-from gm.errors import Conflict, GmError, ModelRetry, RoundFailed, StoryBusy
+from gm.errors import Conflict, ModelRetry, RoundFailed
+from gm.failing import end_failed
 from gm.judge import Judge
+from gm.lease import held_lease
 from gm.memory import recall
 from gm.model import ChatModel, Completion
 from gm.prompt import JudgedOutcome, JudgeRequest, PlayerTurn, engine_message, game_master_messages
@@ -42,6 +45,7 @@ def _ignore(kind: str, data: dict[str, Any]) -> None:
     """The listener when nobody listens."""
 
 
+NOTHING_TO_REGENERATE = "there is no round to play again yet"
 PLAIN_TEXT_REFUSAL = (
     "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
     "naming each roll; plain text cannot end this round."
@@ -54,7 +58,8 @@ class RoundSettings:
 
     max_refusals: int = 3
     max_model_calls: int = 8
-    lease_seconds: float = 300.0
+    lease_seconds: float = 20.0  # how long a dead process holds its story (see gm.lease)
+    heartbeat_seconds: float = 5.0  # how often a running round renews its lease
     wait_seconds: float = 0.0
 
 
@@ -127,27 +132,15 @@ async def play_round(
             loop.call_soon_threadsafe(listener, kind, data)
 
     holder = uuid.uuid4().hex
-    await _take_lease(store, story_id, holder, settings)
-    try:
+    async with held_lease(store, story_id, holder, settings):  # renewed by a heartbeat while the round runs
         opening = _Opening(player_text, facts, regenerate, player_roll, source)
         state = await store.off_loop(_begin, store, story_id, world, opening, tell)
         try:
             ending = await _tool_loop(store, model, world, state, settings, judge)
-        except GmError as error:  # the game master gave up (RoundFailed) or could not be reached (OperatorError)
+            return await store.off_loop(_accept, store, story_id, world, state, ending, regenerate, holder)
+        except BaseException as error:  # gave up, unreachable, a failed write, a bug: never left running
             calls = _bind(state.calls, story_id, state.attempt_id)
-            await store.off_loop(store.fail_attempt, state.attempt_id, str(error), calls)
-            raise
-        return await store.off_loop(_accept, store, story_id, world, state, ending, regenerate)
-    finally:
-        await store.off_loop(store.release_lease, story_id, holder)
-
-
-async def _take_lease(store: Store, story_id: str, holder: str, settings: RoundSettings) -> None:
-    deadline = time.monotonic() + settings.wait_seconds
-    while not await store.off_loop(store.take_lease, story_id, holder, settings.lease_seconds):
-        if time.monotonic() >= deadline:
-            raise StoryBusy("another round of this story is being played right now; try again when it is done")
-        await asyncio.sleep(0.05)
+            raise await end_failed(store, state.attempt_id, calls, error) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +162,7 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     if opening.regenerate:
         last = store.round(story.id, story.rounds)
         if last is None:
-            raise Conflict("there is no round to play again yet")
+            raise Conflict(NOTHING_TO_REGENERATE)
         player_text, number = last.player_text, last.number
         earlier = store.rolls_by_id([roll["id"] for roll in last.rolls])
     else:
@@ -193,9 +186,9 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
 
 
 def _accept(
-    store: Store, story_id: str, world: World, state: _Attempt, ending: Narration, regenerate: bool
+    store: Store, story_id: str, world: World, state: _Attempt, ending: Narration, regenerate: bool, holder: str
 ) -> RoundResult:
-    """Write the accepted round, its rolls copied in from the database (in a worker thread)."""
+    """Write the accepted round, its rolls copied in from the database, if `holder` holds the lease still."""
     ids = [record.id for record in state.tools.rolls if record.id]
     # The round keeps the stored rolls as they are in the database, field for field.
     rolls = [record.model_dump(mode="json", exclude={"story_id", "created_at"}) for record in store.rolls_by_id(ids)]
@@ -211,7 +204,7 @@ def _accept(
         refusals=state.refusals,
         judgement=state.judgement,
     )
-    store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id))
+    store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id), holder=holder)
     unfinished = store.unfinished_attempts(story_id, state.number)  # whose rolls came back to this attempt
     return RoundResult(
         story_id=story_id,

@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 
 from gm import dice
 from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError, document_order, schema_problems
+from gm.problems import Problem, ProblemsError, document_order, schema_problems, text_problems
 
 Result = Literal["succeeded", "partial", "failed"]
 Reading = Literal["total", "successes"]
@@ -157,9 +157,9 @@ def parse_rules(data: Any, source: str = "dice.json") -> Rules:
 
 def validate(data: Any) -> list[Problem]:
     """Every problem in parsed dice.json data: schema errors first, then what a schema cannot say."""
-    problems = schema_problems(_validator(), data)
+    problems = schema_problems(_validator(), data) + text_problems(data)
     if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
-        return problems
+        return sorted(problems, key=document_order)
     broken = {problem.path.split("]")[0] + "]" for problem in problems if problem.path.startswith("$.checks[")}
     seen: dict[str, int] = {}
     for index, raw in enumerate(data["checks"]):

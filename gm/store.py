@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, create_engine, select
 
 from gm.chain import genesis, roll_hash
-from gm.errors import Conflict, NotFound, RoundFailed, UsageError
+from gm.errors import Conflict, LeaseLost, NotFound, RoundFailed, UsageError
 from gm.migrations import upgrade
 from gm.public import RollPublic
 from gm.records import (
@@ -44,6 +44,7 @@ from gm.records import (
     StoryBase,
     model_call_from,
 )
+from gm.text import storable, unstorable
 
 __all__ = [
     "AmbiguousStory",
@@ -64,6 +65,12 @@ __all__ = [
 
 
 T = TypeVar("T")
+
+LEASE_LOST = (
+    "the round outlived its hold on the story, which another round may have taken meanwhile, so it was not saved"
+    " (its rolls are kept); try again"
+)
+ABANDONED = "the server playing this attempt stopped before it ended, so the next round marked it abandoned"
 
 
 class StoryNotFound(NotFound, LookupError):
@@ -101,9 +108,10 @@ def make_engine(url: str) -> Engine:
     """An engine; SQLite gets WAL and a busy timeout so several processes can share the file."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -158,6 +166,8 @@ class Store:
             return story
 
     def story(self, story_id: str) -> Story:
+        if unstorable(story_id):  # no story has such an id, and PostgreSQL could not even look for it
+            raise StoryNotFound(story_id.encode("ascii", "backslashreplace").decode())
         with self.session() as session:
             found = session.get(Story, story_id)
             if found is None:
@@ -213,6 +223,19 @@ class Store:
             session.commit()
             return bool(taken)
 
+    def renew_lease(self, story_id: str, holder: str, seconds: float) -> bool:
+        """Extend `holder`'s lease to `seconds` from now; False (and nothing changed) if it holds it no more."""
+        statement = (
+            update(Story)
+            .where(col(Story.id) == story_id)
+            .where(col(Story.lease_holder) == holder)
+            .values(lease_expires=datetime.now(UTC) + timedelta(seconds=seconds))
+        )
+        with self.session() as session:
+            renewed = session.execute(statement).rowcount == 1  # type: ignore[attr-defined]
+            session.commit()
+            return bool(renewed)
+
     def release_lease(self, story_id: str, holder: str) -> None:
         statement = (
             update(Story)
@@ -227,8 +250,20 @@ class Store:
     # Attempts and rolls
 
     def start_attempt(self, story_id: str, round_number: int, regenerating: bool = False) -> Attempt:
+        """Open an attempt at a round (under the story's lease), marking any other still running as abandoned.
+
+        Only the lease holder plays a round, so an attempt of this story still `running` belongs to a
+        process that died (or lost the lease) before it could end it.
+        """
         attempt = Attempt(story_id=story_id, round_number=round_number, regenerating=regenerating)
+        abandon = (
+            update(Attempt)
+            .where(col(Attempt.story_id) == story_id)
+            .where(col(Attempt.status) == "running")
+            .values(status="abandoned", error=ABANDONED)
+        )
         with self.session() as session:
+            session.execute(abandon)
             session.add(attempt)
             session.commit()
             return attempt
@@ -332,11 +367,16 @@ class Store:
             return current, fresh
 
     def fail_attempt(self, attempt_id: str, error: str, calls: Sequence[ModelCall] = ()) -> None:
-        """Mark an attempt failed, with the model calls it made; its rolls stay as they are."""
+        """Mark an unfinished attempt failed, with the model calls it made; its rolls stay as they are.
+
+        An attempt already accepted stays accepted (its calls were written with it).
+        """
         with self.session() as session:
             attempt = session.get(Attempt, attempt_id)
+            if attempt is not None and attempt.status == "accepted":
+                return
             if attempt is not None:
-                attempt.status, attempt.error = "failed", error
+                attempt.status, attempt.error = "failed", storable(error)
                 session.add(attempt)
             session.add_all(list(calls))
             session.commit()
@@ -356,12 +396,27 @@ class Store:
             }
             return [found[roll_id] for roll_id in ids if roll_id in found]
 
-    def accept_round(self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = ()) -> RoundRecord:
+    def accept_round(
+        self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = (), *, holder: str | None = None
+    ) -> RoundRecord:
         """Write an accepted round with its model calls, mark its attempt, and count it, in one transaction.
 
-        A regenerated round replaces the earlier version of the same number.
+        A regenerated round replaces the earlier version of the same number. With `holder`, the write is
+        fenced on the story's lease: it happens only if `holder` holds it still, else `LeaseLost` and
+        nothing is written. The fence is the transaction's first statement, so it locks the story row
+        (PostgreSQL) or the database (SQLite) until the round is written: no other round can take the
+        lease between the check and the commit.
         """
         with self.session() as session:
+            if holder is not None:
+                fence = (
+                    update(Story)
+                    .where(col(Story.id) == record.story_id)
+                    .where(col(Story.lease_holder) == holder)
+                    .values(lease_holder=holder)
+                )
+                if session.execute(fence).rowcount != 1:  # type: ignore[attr-defined]
+                    raise LeaseLost(LEASE_LOST)
             attempt = session.get(Attempt, attempt_id)
             story = session.get(Story, record.story_id)
             if attempt is None or story is None:
@@ -369,6 +424,10 @@ class Store:
             earlier = session.exec(
                 select(RoundRecord).where(RoundRecord.story_id == record.story_id, RoundRecord.number == record.number)
             ).first()
+            if earlier is not None and not attempt.regenerating:
+                raise LeaseLost(
+                    f"round {record.number} was played meanwhile by another attempt; this one was not saved"
+                )
             if earlier is not None:
                 memory = session.exec(
                     select(MemoryEntry).where(

@@ -18,15 +18,23 @@ from jsonschema import Draft202012Validator
 
 from gm import dice
 from gm.chances import certain, refusal
+from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
-from gm.problems import describe
+from gm.problems import describe, json_depth, shown, text_problems
 from gm.prompt import CheckFact, check_fact_text
-from gm.referee import Outcome, RoundRoll, referee
+from gm.referee import MAX_NARRATION, Outcome, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, band_for, read_value
 from gm.store import RollRecord
 from gm.worlddef import CharacterCannotRoll, World
+
+# Bounds on what the model sends, so nothing it writes can overflow a column or fill a round with junk:
+# a target as large as a notation's constants, a reason of a short sentence, nesting as deep as narrate's.
+MAX_TARGET = MAX_CONSTANT
+MAX_REASON = 300
+MAX_ROLL_ID = 2**31 - 1
+MAX_DEPTH = 8
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 
@@ -48,9 +56,15 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
                     "character": {"type": "string", "enum": names},
                     "target": {
                         "type": "integer",
+                        "minimum": -MAX_TARGET,
+                        "maximum": MAX_TARGET,
                         "description": "The difficulty or skill; only for over/under checks.",
                     },
-                    "reason": {"type": "string", "description": "What the character attempts."},
+                    "reason": {
+                        "type": "string",
+                        "maxLength": MAX_REASON,
+                        "description": "What the character attempts.",
+                    },
                 },
                 ["check", "character", "reason"],
             )
@@ -60,8 +74,12 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
             "roll_dice",
             "Roll plain dice (such as damage or a random table) in dice notation like 2d6+1. Returns the total.",
             {
-                "notation": {"type": "string", "description": "Dice notation: NdM, dM, d%, kh/kl/dh/dl, + and -."},
-                "reason": {"type": "string"},
+                "notation": {
+                    "type": "string",
+                    "maxLength": MAX_LENGTH,
+                    "description": "Dice notation: NdM, dM, d%, kh/kl/dh/dl, + and -.",
+                },
+                "reason": {"type": "string", "maxLength": MAX_REASON},
             },
             ["notation", "reason"],
         )
@@ -72,7 +90,7 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
             "End the round: the narration the player reads, and one outcome per character whose fate was at stake. "
             "A character rolled for with roll_check must have an outcome naming that roll, with the roll's result.",
             {
-                "narration": {"type": "string"},
+                "narration": {"type": "string", "maxLength": MAX_NARRATION},
                 "outcomes": {
                     "type": "array",
                     "items": {
@@ -80,7 +98,12 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
                         "properties": {
                             "character": {"type": "string", "enum": names},
                             "result": {"type": "string", "enum": ["succeeded", "partial", "failed"]},
-                            "roll": {"type": "integer", "description": "The roll id that settled this outcome."},
+                            "roll": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": MAX_ROLL_ID,
+                                "description": "The roll id that settled this outcome.",
+                            },
                         },
                         "required": ["character", "result"],
                         "additionalProperties": False,
@@ -137,7 +160,7 @@ class RoundTools:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
         schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas(self.world)}
         if name not in schemas:
-            raise ModelRetry(f"there is no tool '{name}'; the tools are {', '.join(schemas)}")
+            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(schemas)}")
         arguments = _arguments(name, raw_arguments, schemas[name])
         if name == "roll_check":
             return self.roll_check(arguments)
@@ -161,7 +184,7 @@ class RoundTools:
         try:
             character = self.world.character(arguments["character"])
             modifier = self.world.modifier_for(check, character)
-            target = arguments.get("target")
+            target = None if arguments.get("target") is None else int(arguments["target"])  # 12.0 is 12
             read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
         except (KeyError, CharacterCannotRoll, CheckRollError) as error:
             raise ModelRetry(str(error.args[0]) if error.args else str(error)) from None
@@ -321,18 +344,30 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
 
 def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any]:
     """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
+    too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw) if raw.strip() else {}
+            raw = json.loads(raw, parse_constant=_no_constant) if raw.strip() else {}
         except json.JSONDecodeError as error:
             raise ModelRetry(
                 f"the arguments of {name} are not valid JSON ({error.msg} at column {error.colno}); send a JSON object"
             ) from None
+        except RecursionError:
+            raise too_deep from None
     if not isinstance(raw, dict):
         raise ModelRetry(f"the arguments of {name} must be a JSON object")
+    if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
+        raise too_deep
     problems = sorted(Draft202012Validator(schema).iter_errors(raw), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]
         where = ".".join(str(part) for part in first.absolute_path) or "arguments"
         raise ModelRetry(f"{name}: {where}: {describe(first)}")
+    for problem in text_problems(raw):  # a NUL, which PostgreSQL cannot store: refused the same on SQLite
+        raise ModelRetry(f"{name}: {problem.path.removeprefix('$.')}: {problem.message}")
     return raw
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON, though Python's parser takes them."""
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)

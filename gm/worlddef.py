@@ -7,9 +7,9 @@ Validation returns every problem at once, each with its file and JSON path. Erro
 anything the schema refuses, a character name with spaces at either end or a line break, two
 characters with one name (ignoring case), a number variable that is not finite, and no character
 with the role `player`. Across the two files: a check's modifier variable that a character has but
-that is not a whole number (an error at that character's variable), and an `absolute` check that,
-with some character's modifier added, can roll a value no band holds (an error naming check,
-characters and values). A check whose modifier variable no character has is a warning: it can
+that is not a whole number from -1,000,000 to 1,000,000 (an error at that character's variable),
+and an `absolute` check that, with some character's modifier added, can roll a value no band holds
+(an error naming check, characters and values). A check whose modifier variable no character has is a warning: it can
 never be rolled. A world without dice.json has no checks, which is fine.
 """
 
@@ -28,10 +28,11 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems
+from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems, text_problems
 from gm.rules import Check, Rules, coverage_problems, parse_rules
 from gm.rules import validate as validate_dice
 
+MAX_MODIFIER = 1_000_000  # as for a notation's constants and a target, so a roll's value always fits its column
 WORLD_FILE = "world.json"
 DICE_FILE = "dice.json"
 
@@ -183,7 +184,7 @@ def world_from_data(world_data: Any, dice_data: Any | None = None, source: str =
 
 def validate_world(world_data: Any, dice_data: Any | None = None) -> list[Problem]:
     """Every problem in parsed world.json and dice.json (None: the world has none), world.json's first."""
-    world_problems = schema_problems(_validator(), world_data)
+    world_problems = schema_problems(_validator(), world_data) + text_problems(world_data)
     characters = _raw_characters(world_data)
     world_problems.extend(_character_problems(characters))
     dice_problems: list[Problem] = []
@@ -268,11 +269,13 @@ def _modifier_type_problems(characters: list[tuple[int, dict[str, Any]]], dice_d
     for index, raw in characters:
         for variable, value in _variables(raw).items():
             finite = not isinstance(value, float) or math.isfinite(value)  # else already "not a number"
-            if variable in users and finite and whole_number(value) is None:
+            whole = whole_number(value)
+            if variable in users and finite and (whole is None or abs(whole) > MAX_MODIFIER):
                 named = _and(users[variable])
+                wanted = "a whole number" if whole is None else f"from {-MAX_MODIFIER:,} to {MAX_MODIFIER:,}"
                 message = (
                     f"'{variable}' is the modifier of check{'s' if len(users[variable]) > 1 else ''} {named},"
-                    f" so it must be a whole number, not {value!r}"
+                    f" so it must be {wanted}, not {value!r}"
                 )
                 problems.append(Problem(member_path(f"$.characters[{index}].variables", variable), message))
     return problems

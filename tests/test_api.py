@@ -189,4 +189,4 @@ def test_gm_serve_mounts_the_editor_for_this_machine_only(store: Store, worlds: 
         assert page.status_code == 200 and "harbour" in page.text
     with TestClient(app, base_url="http://attacker.example") as remote:
         assert remote.get("/editor/").status_code == 400
-        assert remote.get("/api/worlds").status_code == 200  # the API itself is host-agnostic
+        assert remote.get("/api/worlds").status_code == 400  # so is the API, against DNS rebinding

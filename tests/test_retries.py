@@ -236,7 +236,7 @@ CRASHING_PLAYER = textwrap.dedent(
 
     url, base_url, model, story = sys.argv[1:5]
     client = ModelClient(ModelSettings(base_url, "k", model))
-    game = Game(client, Store(url), settings=RoundSettings(lease_seconds=1.0))
+    game = Game(client, Store(url), settings=RoundSettings(lease_seconds=1.0, heartbeat_seconds=0.25))
     asyncio.run(game.play(story, "I pick the lock."))
     """
 )

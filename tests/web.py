@@ -49,7 +49,7 @@ def served_app(
     if transport == "function":
         in_process = function_model(answers)
         app = create_app(Game(in_process, store, source=source), worlds, api_token=api_token, editor=False)
-        with TestClient(app) as client:
+        with TestClient(app, base_url="http://127.0.0.1") as client:  # the app answers loopback names only
             yield client, in_process
         assert in_process.failures == [], in_process.failures
         return
@@ -58,7 +58,7 @@ def served_app(
         client_model = ModelClient(ModelSettings(model.base_url, "k", model.model))
         game = Game(client_model, store, source=source)
         app = create_app(game, worlds, api_token=api_token, editor=False)
-        with TestClient(app) as client:
+        with TestClient(app, base_url="http://127.0.0.1") as client:  # the app answers loopback names only
             yield client, model
     finally:
         model.close()

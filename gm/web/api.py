@@ -4,53 +4,41 @@ Every story has an unguessable id and a secret token given once at creation; eac
 story needs `Authorization: Bearer <token>`. With GM_API_TOKEN set, creating a story needs
 `Authorization: Bearer <GM_API_TOKEN>`. Errors are JSON, `{"error": "<one sentence>"}`, with a 4xx
 status for bad input; a round the model could not finish is 502, a story busy with another round 409
-(the mapping is `gm.web.errors`).
+(the mapping is `gm.web.errors`; the shapes and the documented statuses are `gm.web.schemas`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from gm.commands import MAX_LINE, RollDice, Say, SetDice, Simple, parse_command
-from gm.errors import GmError, NotFound, UsageError
-from gm.round import RoundEvents, RoundResult
+from gm.commands import RollDice, Say, SetDice, Simple, parse_command
+from gm.errors import Conflict, GmError, NotFound, UsageError
+from gm.public import StoryPublic, TranscriptPublic
+from gm.round import NOTHING_TO_REGENERATE, RoundEvents, RoundResult
 from gm.transcript import story_public, transcript
+from gm.web.schemas import (
+    EVENT_STREAM,
+    MessageIn,
+    PlayedOut,
+    RoundOut,
+    SettingsIn,
+    StartedOut,
+    StoryIn,
+    WorldOut,
+    errors,
+)
 from gm.web.service import Service
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
-
-
-class StoryIn(BaseModel):
-    """A story to start from one of the server's worlds."""
-
-    world: str = Field(max_length=63, description="the world's folder name, as /api/worlds lists it")
-    dice: Literal["shown", "hidden"] = "shown"
-    judge: Literal["on", "off"] | None = Field(
-        default=None,
-        description="'off' plays the story without the narration judge (it then says so); "
-        "by default, the server's choice. The judge's model is the server's.",
-    )
-    fair: bool = Field(default=False, description="provably fair dice: derived from a seed committed now (gm.fair)")
-    player_seed: str | None = Field(
-        default=None, max_length=200, description="with fair: the player's own seed, mixed into the dice"
-    )
-
-
-class MessageIn(BaseModel):
-    """What the player typed: words for the game master, or a command such as `/roll 2d6+1 pick the lock`."""
-
-    text: str = Field(min_length=1, max_length=MAX_LINE)
-
-
-class SettingsIn(BaseModel):
-    dice: Literal["shown", "hidden"]
 
 
 def service(request: Request) -> Service:
@@ -58,86 +46,103 @@ def service(request: Request) -> Service:
     return found
 
 
-def bearer(authorization: Annotated[str | None, Header()] = None) -> str | None:
-    if authorization is None:
+# Documented as the HTTP bearer scheme (the Authorize button of /docs); a missing or other header is None here,
+# and the route says what it needed.
+_bearer = HTTPBearer(auto_error=False, description="a story's token, or the server's API token to start a story")
+
+
+def bearer(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str | None:
+    if credentials is None:
         return None
-    scheme, _, token = authorization.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return credentials.credentials.strip() or None
 
 
 ServiceDep = Annotated[Service, Depends(service)]
 TokenDep = Annotated[str | None, Depends(bearer)]
 
 
-@router.get("/worlds")
-def list_worlds(app: ServiceDep) -> list[dict[str, Any]]:
-    """The worlds a story can be started from."""
+class EventStream(StreamingResponse):
+    """A server-sent event stream (so the OpenAPI description says text/event-stream)."""
+
+    media_type = "text/event-stream"
+
+
+@router.get("/worlds", responses=errors())
+def list_worlds(app: ServiceDep) -> list[WorldOut]:
+    """The worlds of the server; a broken one is listed with the sentence saying why it cannot be played."""
     listed = []
     for name in app.world_names():
         try:
             world = app.world(name)
-        except NotFound:
-            continue  # a world failing its check is not offered
+        except NotFound as error:  # a world failing its check is listed, but not offered
+            listed.append(WorldOut(name=name, title=name, premise="", players=[], checks=0, problem=str(error)))
+            continue
+        players = [character.name for character in world.players]
+        checks = len(world.rules.checks) if world.rules else 0
         listed.append(
-            {
-                "name": name,
-                "title": world.title,
-                "premise": world.premise,
-                "players": [character.name for character in world.players],
-                "checks": len(world.rules.checks) if world.rules else 0,
-            }
+            WorldOut(name=name, title=world.title, premise=world.premise, players=players, checks=checks, problem=None)
         )
     return listed
 
 
-@router.post("/stories", status_code=201)
-def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
+@router.post("/stories", status_code=201, responses=errors(401, 404, 422))
+def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> StartedOut:
     """Start a story; the answer holds the story's secret token, which is not shown again."""
     app.check_api_token(token)
     story_id, story_token = app.start(body.world, body.dice, body.judge, fair=body.fair, player_seed=body.player_seed)
-    return {"story": _story(app, story_id), "token": story_token}
+    return StartedOut(story=_story(app, story_id), token=story_token)
 
 
-@router.get("/stories/{story_id}")
-def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
+@router.get("/stories/{story_id}", responses=errors(401, 404))
+def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPublic:
     """The story with its whole transcript (the shape of `gm show --json`)."""
     app.story(story_id, token)
-    return transcript(app.game.store, story_id).model_dump(mode="json")
+    return transcript(app.game.store, story_id)
 
 
-@router.put("/stories/{story_id}/settings")
-def change_settings(story_id: str, body: SettingsIn, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
+@router.put("/stories/{story_id}/settings", responses=errors(401, 404, 422))
+def change_settings(story_id: str, body: SettingsIn, app: ServiceDep, token: TokenDep) -> StoryPublic:
     """Change the story's Dice setting."""
     app.story(story_id, token)
     app.game.store.update_settings(story_id, {"dice": body.dice})
     return _story(app, story_id)
 
 
-@router.post("/stories/{story_id}/messages")
-async def send_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
+@router.post("/stories/{story_id}/messages", responses=errors(401, 404, 409, 422, 502))
+async def send_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> PlayedOut:
     """Play a round with what the player typed; the answer is the round, as in the transcript."""
     app.story(story_id, token)
     return await _play(app, story_id, body.text, None)
 
 
-@router.post("/stories/{story_id}/regenerate")
-async def regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
-    """A new narration of the last round; its rolls are kept."""
+@router.post("/stories/{story_id}/regenerate", responses=errors(401, 404, 409, 502))
+async def regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> PlayedOut:
+    """A new narration of the last round; its rolls are kept (409 before any round)."""
     app.story(story_id, token)
     return await _play(app, story_id, "/regenerate", None)
 
 
-@router.post("/stories/{story_id}/messages/stream")
-async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> StreamingResponse:
+@router.post(
+    "/stories/{story_id}/messages/stream",
+    response_class=EventStream,
+    responses={**EVENT_STREAM, **errors(401, 404, 422)},
+)
+async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> EventStream:
     """The same round as server-sent events: working, roll, refusal, narration, then done or failed."""
     app.story(story_id, token)
     parse_or_refuse(body.text)  # bad commands are a 400 before any stream starts
     return _stream(app, story_id, lambda events: _play(app, story_id, body.text, events))
 
 
-@router.post("/stories/{story_id}/regenerate/stream")
-async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> StreamingResponse:
-    app.story(story_id, token)
+@router.post(
+    "/stories/{story_id}/regenerate/stream",
+    response_class=EventStream,
+    responses={**EVENT_STREAM, **errors(401, 404, 409)},
+)
+async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> EventStream:
+    """A new telling of the last round as server-sent events; 409 before any round, as without the stream."""
+    if app.story(story_id, token).rounds == 0:
+        raise Conflict(NOTHING_TO_REGENERATE)
     return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
 
 
@@ -152,7 +157,7 @@ def parse_or_refuse(text: str) -> Any:
     return command
 
 
-async def _play(app: Service, story_id: str, text: str, events: RoundEvents | None) -> dict[str, Any]:
+async def _play(app: Service, story_id: str, text: str, events: RoundEvents | None) -> PlayedOut:
     command = parse_or_refuse(text)
     if isinstance(command, Simple):  # /regenerate
         result = await app.game.regenerate(story_id, events=events)
@@ -161,19 +166,19 @@ async def _play(app: Service, story_id: str, text: str, events: RoundEvents | No
     else:
         assert isinstance(command, Say)
         result = await app.game.play(story_id, command.text, events=events)
-    return {"round": round_result_json(app, result)}
+    return PlayedOut(round=round_out(result))
 
 
-def round_result_json(app: Service, result: RoundResult) -> dict[str, Any]:
+def round_out(result: RoundResult) -> RoundOut:
     """A just-played round in the transcript's shape, and whether it was played again."""
-    return result.model_dump(mode="json", exclude={"story_id", "model_calls"})
+    return RoundOut.model_validate(result.model_dump(exclude={"story_id", "model_calls"}))
 
 
-def _story(app: Service, story_id: str) -> dict[str, Any]:
-    return story_public(app.game.store, app.game.store.story(story_id)).model_dump(mode="json")
+def _story(app: Service, story_id: str) -> StoryPublic:
+    return story_public(app.game.store, app.game.store.story(story_id))
 
 
-def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable[dict[str, Any]]]) -> StreamingResponse:
+def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable[PlayedOut]]) -> EventStream:
     async def events() -> AsyncIterator[str]:
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
@@ -184,9 +189,12 @@ def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable
         async def run() -> None:
             try:
                 answer = await play(tell)
-                tell("done", answer)
+                tell("done", answer.model_dump(mode="json"))
             except GmError as error:
                 tell("failed", {"error": str(error)})
+            except Exception:  # a bug: the client still gets its `failed` event, and the log the traceback
+                log.exception("internal error while streaming a round of story %s", story_id)
+                tell("failed", {"error": "internal error; it has been logged"})
             finally:
                 queue.put_nowait(None)
 
@@ -196,4 +204,4 @@ def _stream(app: Service, story_id: str, play: Callable[[RoundEvents], Awaitable
             yield f"event: {kind}\ndata: {json.dumps(data)}\n\n"
         await task
 
-    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+    return EventStream(events(), headers={"Cache-Control": "no-store"})

@@ -14,11 +14,12 @@ from gm.audit import audit
 from gm.seeds import reveal
 from gm.transcript import transcript
 from gm.web.api import ServiceDep, TokenDep
+from gm.web.schemas import errors
 
 router = APIRouter(prefix="/api")
 
 
-@router.post("/stories/{story_id}/reveal")
+@router.post("/stories/{story_id}/reveal", responses=errors(401, 404, 409))
 def reveal_seed(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """Publish the seed a fair story's rolls were derived from so far, and commit a fresh one for the next."""
     app.story(story_id, token)
@@ -26,7 +27,7 @@ def reveal_seed(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, An
     return {"revealed": revealed.revealed.model_dump(mode="json"), "next": revealed.next.model_dump(mode="json")}
 
 
-@router.get("/stories/{story_id}/audit")
+@router.get("/stories/{story_id}/audit", responses=errors(401, 404))
 def audit_story(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """Check the story's dice as `gm audit` does; `ok` is false, with every mismatch, when anything is off."""
     app.story(story_id, token)

@@ -19,7 +19,8 @@ from gm.web import pages
 from gm.web.api import router
 from gm.web.api_integrity import router as integrity_router
 from gm.web.errors import answer_error
-from gm.web.limits import MAX_BODY_BYTES, BodyLimit
+from gm.web.limits import MAX_BODY_BYTES, BodyLimit, HostGuard
+from gm.web.schemas import tidy_openapi
 from gm.web.service import Service
 
 if TYPE_CHECKING:
@@ -36,11 +37,15 @@ def create_app(
     editor: bool = True,
     editor_hosts: Sequence[str] = LOOPBACK_HOSTS,
     editor_login: Login | None = None,
+    api_hosts: Sequence[str] = LOOPBACK_HOSTS,
 ) -> FastAPI:
     """The whole web app around one Game; everything a round needs lives in the game's database.
 
-    The editor writes world files, so it answers only to `editor_hosts`, and asks for `editor_login`
-    when given one (which any Host name beyond loopback needs).
+    The app answers only to the Host names `api_hosts` (`gm serve` passes `gm.hosts.allowed_hosts` of
+    its address: loopback names on a loopback address, any elsewhere), so a page whose DNS name is
+    rebound to 127.0.0.1 cannot play stories from a visitor's browser. The editor writes world files,
+    so it answers only to `editor_hosts`, and asks for `editor_login` when given one (which any Host
+    name beyond loopback needs).
     """
     app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
     app.state.service = Service(game, worlds_dir, api_token)
@@ -51,12 +56,20 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
+    app.openapi = lambda: app.openapi_schema or _described(app)  # type: ignore[method-assign]
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(HostGuard, hosts=api_hosts)  # added last, so it runs first
     if editor:
         from gm.editor.app import create_app as create_editor
 
         app.mount("/editor", create_editor(worlds_dir, allowed_hosts=editor_hosts, login=editor_login))
     return app
+
+
+def _described(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI description, made once, with the API's own error shape (see `tidy_openapi`)."""
+    app.openapi_schema = tidy_openapi(FastAPI.openapi(app))
+    return app.openapi_schema
 
 
 async def _http_error(request: Request, error: Any) -> JSONResponse:
@@ -66,14 +79,22 @@ async def _http_error(request: Request, error: Any) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=error.status_code, headers=getattr(error, "headers", None))
 
 
+# Pydantic's words for a few problems, as a player's client would rather read them.
+WORDING = {"string_pattern_mismatch": "must hold more than spaces"}
+
+
 async def _invalid_request(request: Request, error: Any) -> JSONResponse:
     """The first problem with a request body, as one sentence (FastAPI would send a list of dicts)."""
     problems = error.errors()
     if not problems:
         return JSONResponse({"error": "the request is not valid"}, status_code=422)
     first = problems[0]
+    if first.get("type") == "json_invalid":
+        reason = str(first.get("ctx", {}).get("error", "")).lower() or "it cannot be parsed"
+        return JSONResponse({"error": f"the request body is not valid JSON ({reason})"}, status_code=422)
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "the body"
-    return JSONResponse({"error": f"{where}: {first.get('msg', 'is not valid')}"}, status_code=422)
+    message = WORDING.get(str(first.get("type")), first.get("msg", "is not valid"))
+    return JSONResponse({"error": f"{where}: {message}"}, status_code=422)
 
 
 async def _internal_error(request: Request, error: Exception) -> JSONResponse:

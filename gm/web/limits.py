@@ -1,24 +1,61 @@
-"""Request guards for the web app: a body size limit, and JSON errors instead of tracebacks."""
+"""Request guards for the web app, before any route: the Host header, the body's size, and its encoding.
+
+- `HostGuard`: a server listening on a loopback address answers only loopback Host names (as the
+  editor does, `gm.hosts`), so a web page whose DNS name is rebound to 127.0.0.1 cannot start
+  stories and spend the model from a visitor's browser. Refused with 400.
+- `BodyLimit`: a body over 64 KB is refused with 413, whether it declares its length or comes in
+  chunks; it is read here, whole, before any route sees it. A JSON body that is not UTF-8 is refused
+  with 422, the status of a body that is not JSON (FastAPI's own answer would be a 400).
+
+Every refusal is `{"error": "<one sentence>"}`, as everywhere in the API.
+"""
 
 from __future__ import annotations
 
 import json
-import logging
+from collections.abc import Sequence
 from typing import Any
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
 
 
-class BodyTooLarge(Exception):
-    pass
+class HostGuard:
+    """Refuse a request whose Host header is not among `hosts` ("*" allows any) with a 400."""
+
+    def __init__(self, app: ASGIApp, hosts: Sequence[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(host.lower() for host in hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or "*" in self.hosts:
+            await self.app(scope, receive, send)
+            return
+        name = host_name(Headers(scope=scope).get("host", ""))
+        if name not in self.hosts:
+            shown = name[:60] or "(none)"
+            await send_error(send, 400, f"this server does not answer to the Host {shown!r}; use {min(self.hosts)}")
+            return
+        await self.app(scope, receive, send)
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, as `gm.hosts` writes them: lower case, without the port, IPv6 in brackets.
+
+    >>> host_name("127.0.0.1:8000"), host_name("LocalHost"), host_name("[::1]:8000"), host_name("")
+    ('127.0.0.1', 'localhost', '[::1]', '')
+    """
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        return header[: end + 1] if end != -1 else header
+    return header.split(":", 1)[0]
 
 
 class BodyLimit:
-    """Refuse a request whose body is over `limit` bytes with 413, whether or not it says its length."""
+    """Read the whole body first: over `limit` bytes is a 413, a JSON body that is not UTF-8 a 422."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -28,36 +65,42 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers", [])).get(b"content-length")
+        headers = Headers(scope=scope)
+        too_large = f"the request body is over {self.limit // 1024} KB ({self.limit:,} bytes)"
+        declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _send_error(send, 413, f"the request body is over {self.limit:,} bytes")
+            await send_error(send, 413, too_large)
             return
-        seen = 0
-        started = False
-
-        async def counted_receive() -> Message:
-            nonlocal seen
+        body = bytearray()
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLarge
-            return message
+            if message["type"] == "http.disconnect":
+                return
+            body.extend(message.get("body", b""))
+            if len(body) > self.limit:  # chunked, or lying about its length
+                await send_error(send, 413, too_large)
+                return
+            if not message.get("more_body", False):
+                break
+        if "json" in headers.get("content-type", "").lower():
+            try:
+                bytes(body).decode("utf-8")
+            except UnicodeDecodeError as error:
+                await send_error(send, 422, f"the request body is not UTF-8 text (byte {error.start + 1})")
+                return
+        replayed = False
 
-        async def tracked_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
 
-        try:
-            await self.app(scope, counted_receive, tracked_send)
-        except BodyTooLarge:
-            if not started:
-                await _send_error(send, 413, f"the request body is over {self.limit:,} bytes")
+        await self.app(scope, replay, send)
 
 
-async def _send_error(send: Send, status: int, message: str) -> None:
+async def send_error(send: Send, status: int, message: str) -> None:
     body = json.dumps({"error": message}).encode()
     headers: list[Any] = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

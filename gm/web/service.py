@@ -20,7 +20,16 @@ WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    return hashlib.sha256(wire_bytes(token)).hexdigest()
+
+
+def wire_bytes(header_text: str) -> bytes:
+    """A token from a header as the bytes the client sent: HTTP headers arrive decoded as Latin-1, so a UTF-8
+    token such as `tokén` is encoded back to its bytes and compares equal to the same token set on the server."""
+    try:
+        return header_text.encode("latin-1")
+    except UnicodeEncodeError:  # not from a header after all (a caller of the library)
+        return header_text.encode("utf-8", "surrogatepass")
 
 
 @dataclass
@@ -72,7 +81,8 @@ class Service:
             return
         if given is None:
             raise Unauthorized("creating a story needs the server's API token (Authorization: Bearer ...)")
-        if not hmac.compare_digest(given, self.api_token):
+        # Compared as bytes: compare_digest refuses str holding anything but ASCII (a TypeError, so a 500).
+        if not hmac.compare_digest(wire_bytes(given), self.api_token.encode("utf-8")):
             raise Unauthorized("the API token is wrong")
 
     def story(self, story_id: str, token: str | None) -> Story:

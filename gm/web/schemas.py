@@ -1,0 +1,152 @@
+"""The story API's shapes as its OpenAPI description tells them: bodies in, answers out, and every error.
+
+Every error the API answers is `{"error": "<one sentence>"}` (`ErrorOut`), whatever its status, and
+each route documents the statuses it can answer (`errors(...)`): the fuzz test
+(tests/test_api_fuzz.py) holds the server to this description. The statuses are mapped from gm's
+errors in one place, `gm.web.errors`; 400 for a Host this server does not answer to and 413 for a
+body over 64 KB come from the request guards in `gm.web.limits`, before any route.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from gm.commands import MAX_LINE
+from gm.public import RoundPublic, StoryPublic
+
+
+class ErrorOut(BaseModel):
+    """Every error the API answers: one sentence saying what was wrong, and where."""
+
+    error: str
+
+
+ERRORS: dict[int, str] = {
+    400: "A bad request: a command or dice notation that cannot be played (or text holding a NUL), or a Host "
+    "header this server does not answer to.",
+    401: "The request needs a token (Authorization: Bearer ...), or the server's API token is wrong.",
+    404: "No such story for this token (an unknown story and a wrong token look the same), or no such world.",
+    409: "Another round of this story is being played right now, there is no round to play again yet, or "
+    "(for a reveal) the story has no fair dice.",
+    413: "The request body is over 64 KB (with or without a Content-Length).",
+    422: "The request body is not UTF-8, not JSON, or not the shape documented for it.",
+    502: "The game master could not finish the round, or the model could not be reached; the story is "
+    "unchanged and rolls made are kept.",
+}
+
+
+ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route: each status it can answer with its `{"error"}` shape and what it means.
+
+    Every route may answer 400 (a Host this server does not answer to) and 413 (a body too large).
+    The content is spelt out (not `model=`), so the stream routes document their errors as JSON too.
+    """
+    return {
+        status: {"description": ERRORS[status], "content": {"application/json": {"schema": ERROR_REF}}}
+        for status in sorted({400, 413, *statuses})
+    }
+
+
+def tidy_openapi(spec: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI's description, with the API's error shape in place of FastAPI's own.
+
+    FastAPI documents a 422 `{"detail": [...]}` on every route with a parameter; this API answers
+    invalid requests with `{"error"}`, and only where a body can be invalid (`errors(422)`). So the
+    422s FastAPI added are dropped, with their two schemas, and `ErrorOut` is added to the components.
+    """
+    for operation in (op for path in spec.get("paths", {}).values() for op in path.values()):
+        invalid = operation.get("responses", {}).get("422", {})
+        if "HTTPValidationError" in str(invalid.get("content", "")):
+            del operation["responses"]["422"]
+    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    schemas["ErrorOut"] = ErrorOut.model_json_schema()
+    return spec
+
+
+EVENT_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-sent events: `working` (a model call starts), `roll` (each roll, in the transcript's "
+        "shape), `refusal` (drop what was shown of a refused ending), `narration`, then `done` (with the round, "
+        'as the JSON endpoint answers it) or `failed` (`{"error": "<one sentence>"}`).',
+        # Before OpenAPI 3.2 (FastAPI writes 3.1) an event stream's `schema` describes each event.
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["event", "data"],
+                    "properties": {
+                        "event": {"enum": ["working", "roll", "refusal", "narration", "done", "failed"]},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+class StoryIn(BaseModel):
+    """A story to start from one of the server's worlds."""
+
+    world: str = Field(max_length=63, description="the world's folder name, as /api/worlds lists it")
+    dice: Literal["shown", "hidden"] = "shown"
+    judge: Literal["on", "off"] | None = Field(
+        default=None,
+        description="'off' plays the story without the narration judge (it then says so); "
+        "by default, the server's choice. The judge's model is the server's.",
+    )
+    fair: bool = Field(default=False, description="provably fair dice: derived from a seed committed now (gm.fair)")
+    player_seed: str | None = Field(
+        default=None, max_length=200, description="with fair: the player's own seed, mixed into the dice"
+    )
+
+
+class MessageIn(BaseModel):
+    """What the player typed: words for the game master, or a command such as `/roll 2d6+1 pick the lock`."""
+
+    text: str = Field(
+        min_length=1, max_length=MAX_LINE, pattern=r"\S", description="at least one character that is not a space"
+    )
+
+
+class SettingsIn(BaseModel):
+    """The story's settings a player can change."""
+
+    dice: Literal["shown", "hidden"]
+
+
+class WorldOut(BaseModel):
+    """A world of the server's worlds folder; one whose files fail their check is listed with its `problem`."""
+
+    name: str = Field(description="the world's folder name, to start a story with")
+    title: str = Field(description="the world's title (its folder name when the world is broken)")
+    premise: str = Field(description="the world's premise, in a sentence or two (empty when the world is broken)")
+    players: list[str] = Field(description="the characters a player plays")
+    checks: int = Field(description="how many dice checks the world has")
+    problem: str | None = Field(None, description="why no story can start from this world, or null when one can")
+
+
+class StartedOut(BaseModel):
+    """A story just started, with its secret token (shown this once; it is stored only as a hash)."""
+
+    story: StoryPublic
+    token: str
+
+
+class RoundOut(RoundPublic):
+    """A round just played, in the transcript's shape, and whether it was a new telling of the last one."""
+
+    regenerated: bool = False
+
+
+class PlayedOut(BaseModel):
+    """The answer to a message or a regenerate: the round played."""
+
+    round: RoundOut
