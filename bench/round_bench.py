@@ -12,7 +12,7 @@ zero-latency `gm.testing.FakeModel` that serves both the game master and the mem
   with an honest outcome taken from it; otherwise (even rounds) it answers in plain text.
   Narrations are about 120 words, different every round.
 - Memory-keeper requests (no `tools`): a summary of about 60 words; a fold request (system prompt
-  gm/prompts/memory_fold.txt) gets a running summary of about 200 words.
+  prompts/memory_fold.txt) gets a running summary of about 200 words.
 
 After each `await game.play(...)` the benchmark awaits `game.settle()`, so the memory keeper's work
 happens (and is counted) but lies outside the round's timing.

@@ -19,6 +19,7 @@ from gm.problems import Problem
 from gm.rules import validate
 from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
 
+from .calendar_form import calendar_field_ids
 from .dice_form import BAND_FIELDS, CHECK_FIELDS, DiceDraft, dice_data
 from .world_form import WorldDraft, variable_rows, world_data
 
@@ -83,7 +84,7 @@ def world_field_ids(draft: WorldDraft) -> set[str]:
         ids.update({prefix, f"{prefix}-variables", *(f"{prefix}-{name}" for name in ("name", "role", "description"))})
         for row in range(len(character.variables)):
             ids.update(f"{prefix}-variables-{row}{part}" for part in ("", "-name", "-kind", "-value"))
-    return ids
+    return ids | calendar_field_ids(draft.calendar)
 
 
 def nearest(field_id: str, known: set[str]) -> str:

@@ -27,7 +27,9 @@ from gm.problems import MAX_FILE_BYTES, read_regular
 
 CHECK_ORDER = ("key", "name", "use", "dice", "reading", "hit", "compare", "modifier", "bands")
 BAND_ORDER = ("label", "min", "max", "result", "critical")
-WORLD_ORDER = ("title", "premise", "instructions", "characters")
+WORLD_ORDER = ("title", "premise", "instructions", "characters", "calendar")
+CALENDAR_ORDER = ("months", "weekdays", "era", "start", "parts_of_day")
+START_ORDER = ("year", "month", "day", "time", "weekday")
 CHARACTER_ORDER = ("name", "role", "description", "variables")
 BACKUP_SUFFIX = ".bak"
 NEW_FILE_MODE = 0o644  # mkstemp makes files private; a world file is as readable as its folder
@@ -54,9 +56,29 @@ def world_text(data: dict[str, Any]) -> str:
         comma = "," if number < len(members) - 1 else ""
         if name == "characters" and isinstance(value, list):
             lines.append(f"  {_j(name)}: " + _block(value, 2, _character_lines) + comma)
+        elif name == "calendar" and isinstance(value, dict):
+            lines.append(f"  {_j(name)}: " + "\n".join(_calendar_lines(value, 2)) + comma)
         else:
             lines.append(f"  {_j(name)}: {_j(value)}{comma}")
     return "\n".join([*lines, "}"]) + "\n"
+
+
+def _calendar_lines(calendar: dict[str, Any], indent: int) -> list[str]:
+    """The calendar: one month, and one part of the day, per line; the weekdays and the start on one line each."""
+    pad = " " * (indent + 2)
+    members = _ordered(calendar, CALENDAR_ORDER)
+    lines = ["{"]
+    for number, (name, value) in enumerate(members):
+        comma = "," if number < len(members) - 1 else ""
+        if name in ("months", "parts_of_day") and isinstance(value, list):
+            order = ("name", "days") if name == "months" else ("name", "from")
+            rows = _block(value, indent + 2, lambda row, _, order=order: [_j(_ordered_dict(row, order))])
+            lines.append(f"{pad}{_j(name)}: {rows}{comma}")
+        else:
+            lines.append(
+                f"{pad}{_j(name)}: {_j(_ordered_dict(value, START_ORDER) if name == 'start' else value)}{comma}"
+            )
+    return [*lines, " " * indent + "}"]
 
 
 def _check_lines(check: Any, indent: int) -> list[str]:

@@ -4,7 +4,8 @@ As with the Dice form, a draft keeps what the author typed. A character's variab
 name, kind (number or text) and value: the kind says what the value is meant to be, so that "3"
 meant as text stays text and "three" meant as a number is an error at that field rather than
 silently becoming text. Blank rows are dropped. Fields are named like `characters-0-variables-2-value`;
-buttons send `action` values such as `add-variable:0` or `down-character:1`.
+buttons send `action` values such as `add-variable:0` or `down-character:1`. The calendar's fields
+are `editor.calendar_form`'s.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.exceptions import HTTPException
 
 from gm.problems import Problem
 
+from .calendar_form import CalendarDraft, apply_calendar_action, calendar_data, calendar_from_data, calendar_from_form
 from .fields import change, field_text, index_in, one_line, positions, text_area
 
 ROLES = ("player", "npc")
@@ -56,6 +58,7 @@ class WorldDraft:
     instructions: str = ""
     characters: list[CharacterDraft] = field(default_factory=lambda: [CharacterDraft(role="player")])
     schema: str = ""
+    calendar: CalendarDraft = field(default_factory=CalendarDraft)
 
 
 def draft_from_data(data: Any) -> WorldDraft:
@@ -69,6 +72,7 @@ def draft_from_data(data: Any) -> WorldDraft:
         instructions=field_text(data.get("instructions")),
         characters=[],
         schema=schema if isinstance(schema, str) else "",
+        calendar=calendar_from_data(data.get("calendar")),
     )
     characters = data.get("characters")
     for raw in characters if isinstance(characters, list) else []:
@@ -102,6 +106,7 @@ def draft_from_form(form: Mapping[str, str]) -> WorldDraft:
         instructions=text_area(form.get("instructions", "")),
         characters=[],
         schema=form.get("schema", ""),
+        calendar=calendar_from_form(form),
     )
     for number in numbers:
         prefix = f"characters-{number}-"
@@ -160,6 +165,8 @@ def world_data(draft: WorldDraft) -> tuple[dict[str, Any], dict[str, list[Proble
             raw["variables"] = variables
         characters.append(raw)
     data["characters"] = characters
+    if draft.calendar.on:
+        data["calendar"] = calendar_data(draft.calendar, found)
     return data, found
 
 
@@ -191,6 +198,8 @@ def _value(variable: VariableDraft) -> tuple[int | float | str, str | None]:
 def apply_action(draft: WorldDraft, action: str) -> None:
     """Add, remove or move a character or variable as a button's `action` value says; a 400 for any other."""
     verb, _, where = action.partition(":")
+    if apply_calendar_action(draft.calendar, verb, where):
+        return
     numbers = positions(where)
     characters = draft.characters
     if verb == "add-character" and not numbers:

@@ -1,8 +1,9 @@
 """The terminal chat behind `gm play`: the narration, the round's dice as cards, and the player's commands.
 
-At a terminal it uses rich (a spinner while the model works, dimmed dice cards); otherwise it reads
-one player line at a time from stdin and prints plain text, so it can be scripted and tested. The
-memory keeper runs in the background while the player types.
+In a world with a calendar it says the story's date and time when it opens, and, under each round's
+narration, the time the round ended at. At a terminal it uses rich (a spinner while the model works,
+dimmed dice cards); otherwise it reads one player line at a time from stdin and prints plain text,
+so it can be scripted and tested. The memory keeper runs in the background while the player types.
 
 Everything printed passes through `gm.text.visible`, so a control character a model or a world file
 wrote is shown (ESC as U+241B) instead of obeyed by the terminal. A piped line that is not UTF-8 is
@@ -51,8 +52,11 @@ class Chat:
         story = self.game.store.story(self.story_id)
         played = f"{story.rounds} round{'' if story.rounds == 1 else 's'}"
         self.say(f"{story.title}: story {story.id}, {played} so far. Type /help for the commands.")
-        for notice in StoryPublic.from_record(story).notices:
+        public = StoryPublic.from_record(story)
+        for notice in public.notices:
             self.say(f"Note: {notice}.")
+        if public.time is not None:
+            self.say(f"It is {public.time}.")
         while (line := await asyncio.to_thread(self.read_line)) is not None:
             if not await self.handle(line):
                 break
@@ -128,6 +132,8 @@ class Chat:
         self.last_rolls = result.rolls
         self.say("")
         self.say(result.narration)
+        if result.time is not None:  # the world has a calendar: when the round ended, every round
+            self.styled(f"[dim]\u231b {escape(result.time)}[/dim]", f"[time] {result.time}")
         if self.dice_setting == "shown" and self.last_rolls:
             self.say("")
             for roll in self.last_rolls:

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gm.cli_edit import check_port, editor_login, print_login
-from gm.cli_story import REHEARSAL, add_judge_argument, choose_judge
+from gm.cli_story import REHEARSAL, add_judge_argument, add_prompts_argument, choose_judge
 from gm.errors import UsageError
 from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm.instructions import use_prompts
 from gm.lease import check_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.rehearsal import RehearsalModel
@@ -39,6 +40,7 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
     add_judge_argument(serve)
+    add_prompts_argument(serve)
     serve.set_defaults(run=run_serve)
 
 
@@ -50,6 +52,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
 
     from gm.web.app import create_app
 
+    use_prompts(arguments.prompts)  # every prompt file is checked before anything else
     model = choose_serve_model(arguments)
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     mounted = hosts is not None and arguments.worlds.is_dir()

@@ -12,6 +12,7 @@ from typing import Any
 from gm.chat import Chat
 from gm.errors import UsageError
 from gm.game import Game
+from gm.instructions import PROMPTS_ENV, use_prompts
 from gm.judge import judge_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.public import as_utc
@@ -45,6 +46,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
     add_judge_argument(play)
+    add_prompts_argument(play)
     play.set_defaults(run=run_play)
 
     stories = subcommands.add_parser("stories", help="list the stories")
@@ -58,6 +60,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_play(arguments: argparse.Namespace) -> int:
+    use_prompts(arguments.prompts)  # every prompt file is checked before anything else
     store = Store()
     if arguments.story:
         story: Story | None = _story(store, arguments.story)
@@ -111,6 +114,17 @@ def add_judge_argument(parser: argparse.ArgumentParser) -> None:
         "--judge",
         metavar="MODEL|off",
         help="the model that judges narrations (default GM_JUDGE_MODEL, else the game master's), or 'off'",
+    )
+
+
+def add_prompts_argument(parser: argparse.ArgumentParser) -> None:
+    """`--prompts DIR`: an edited copy of the prompts/ folder, to use instead of the installed one."""
+    parser.add_argument(
+        "--prompts",
+        type=Path,
+        metavar="DIR",
+        help=f"a folder with the models' instructions, an edited copy of prompts/ (default {PROMPTS_ENV}, else the"
+        " installed ones)",
     )
 
 

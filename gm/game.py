@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gm import dice
 from gm.fair import PlayerSeedError, check_player_seed
+from gm.instructions import prompts_in_use
 from gm.judge import Judge
 from gm.lru import LRU
 from gm.memory import MemoryKeeper
@@ -69,6 +70,7 @@ class Game:
         cached_worlds: int = CACHED_WORLDS,
         judging: Literal["on", "off"] = "on",
     ) -> None:
+        prompts_in_use()  # a missing or empty prompt file is an error now, at the start, not in a round
         self.model = model
         self.store = store or Store()
         self.keeper = MemoryKeeper(self.store, memory_model or model)
@@ -114,6 +116,7 @@ class Game:
             world_data=world.world_data,
             dice_data=world.dice_data,
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
+            clock=0 if world.calendar is not None else None,  # the calendar's start date and time
         )
         return self.store.create_story(story, first_seed() if fair else None).id
 

@@ -1,7 +1,10 @@
 """The memory keeper: what is recorded after each round, and what the game master is shown of the past.
 
 After an accepted round, a second model call writes a short summary of it; the round's rolls and
-outcomes are attached by code from the database, never from the model's paraphrase. The game
+outcomes are attached by code from the database, never from the model's paraphrase. In a world with
+a calendar, code also starts the summary with the date and time the round ended at ("On Fireday,
+12 Rainmoon 311 AL, 19:30 (dusk): ..."), and keeps that time beside it (`MemoryEntry.clock`), so the
+game master, and the folds that follow, know when each thing happened. The game
 master's prompt (written by `gm.prompt`) holds the world, the characters, the checks, the running
 summary, the summaries of rounds not yet folded into it, and the last few rounds verbatim. When
 unfolded summaries pile up, the oldest are folded into the running summary by another call, so the
@@ -19,8 +22,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gm.calendar import story_time
 from gm.model import ChatModel, Completion, ModelError
-from gm.prompt import VERBATIM_ROUNDS, Past, fold_messages, keeper_round_messages
+from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_round_messages
 from gm.store import MemoryEntry, Store, Story, model_call_from
 from gm.text import storable
 
@@ -68,14 +72,17 @@ class MemoryKeeper:
     async def catch_up(self, story_id: str) -> None:
         """Remember every accepted round not yet remembered (earlier failures included), then fold."""
         # Database work goes through Store.off_loop, so a server's rounds go on meanwhile.
-        for record in await self.store.off_loop(self.store.unremembered, story_id):
+        unremembered = await self.store.off_loop(self.store.unremembered, story_id)
+        world_data = (await self.store.off_loop(self.store.story, story_id)).world_data if unremembered else None
+        for record in unremembered:
             summary = await self._ask(story_id, keeper_round_messages(record), f"round {record.number}")
             entry = MemoryEntry(
                 story_id=story_id,
                 round_number=record.number,
-                summary=summary,
+                summary=dated_summary(summary, story_time(world_data, record.clock)),
                 rolls=record.rolls,
                 outcomes=record.outcomes,
+                clock=record.clock,
             )
             await self.store.off_loop(self.store.add_memory, entry)
         await self._fold(story_id)

@@ -4,7 +4,8 @@ The game master's conversation for a round, the memory keeper's two requests (on
 several), and the engine's own notes to the game master are written here, and only here. Each
 written part has its reader beside it (`read_player_turn`, `read_keeper_round`, `read_fold`,
 `engine_note`), so a stand-in model such as the rehearsal reads typed parts instead of re-parsing
-strings with patterns of its own. The instructions themselves are text files in gm/prompts.
+strings with patterns of its own. The instructions themselves are text files in the top-level prompts/
+folder, read by `gm.instructions`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
+
+from gm.instructions import instructions
 
 if TYPE_CHECKING:
     from gm.records import MemoryEntry, RoundRecord
@@ -26,16 +27,13 @@ KEEPER_PLAYER, KEEPER_NARRATION, KEEPER_OUTCOMES = "Player: ", "\n\nNarration: "
 FOLD_OPEN, FOLD_ROUNDS, FOLD_NOTHING_YET = "The story so far:\n", "\n\nThe rounds that followed:\n", "(nothing yet)"
 DICE_OPEN, DICE_CLOSE = " [Dice: ", "]"  # a round's settled rolls, written by code after its summary
 
+NOW_OPEN, NOW_CLOSE = "It is now ", " ({} minutes since the story began)."  # the story's time, in its prompt
+_NOW = re.compile(re.escape(NOW_OPEN) + r".*\((\d+) minutes since the story began\)\.$", re.MULTILINE)
+
 VERBATIM_ROUNDS = 3  # the newest rounds, shown as they were played
 SUMMARY_CHARS = 600  # cap on one round's summary as shown again
 RUNNING_SUMMARY_CHARS = 2000  # cap on the running summary as shown again
 VERBATIM_CHARS = 3000  # cap on one verbatim narration or player text
-
-
-@cache
-def instructions(name: str) -> str:
-    """One of the models' instructions, shipped as a text file in gm/prompts (read once per process)."""
-    return resources.files("gm").joinpath(f"prompts/{name}.txt").read_text(encoding="utf-8").strip()
 
 
 def cap(text: str, limit: int) -> str:
@@ -63,11 +61,12 @@ class PlayerTurn:
     facts: tuple[str, ...] = ()
 
 
-def game_master_messages(world: World, past: Past, turn: PlayerTurn) -> list[dict[str, Any]]:
-    """The whole conversation the game master is given for one round."""
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": instructions("game_master") + "\n\n" + describe_world(world)}
-    ]
+def game_master_messages(world: World, past: Past, turn: PlayerTurn, clock: int | None = None) -> list[dict[str, Any]]:
+    """The whole conversation the game master is given for one round (`clock`: the story's time, with a calendar)."""
+    system = instructions("game_master") + "\n\n" + describe_world(world)
+    if world.calendar is not None and clock is not None:
+        system += "\n\n" + describe_time(world, clock)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     remembered = describe_past(past)
     if remembered:
         messages.append({"role": "system", "content": remembered})
@@ -165,6 +164,21 @@ def describe_world(world: World) -> str:
     return "\n".join(lines)
 
 
+def describe_time(world: World, clock: int) -> str:
+    """The calendar and the story's current date and time, for the game master."""
+    assert world.calendar is not None
+    return (
+        f"## Calendar (move the clock with advance_time)\n{world.calendar.describe()}\n"
+        f"{NOW_OPEN}{world.calendar.text(clock)}{NOW_CLOSE.format(clock)}"
+    )
+
+
+def read_clock(content: str) -> int | None:
+    """The story's clock back from a game master's system message written with `describe_time`, or None."""
+    found = _NOW.search(content)
+    return int(found.group(1)) if found else None
+
+
 def describe_past(past: Past) -> str:
     parts: list[str] = []
     if past.summary:
@@ -196,6 +210,11 @@ def _without_dice(text: str) -> str:
 
 
 # The memory keeper
+
+
+def dated_summary(summary: str, when: str | None) -> str:
+    """A round's summary as stored: led by the date and time the round ended at, in a world with a calendar."""
+    return f"On {when}: {summary}" if when else summary
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,8 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
 
     {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
                                                                    "judge": "on" | "off"},
-               "notices": [str], "fair", "commitment"},
-     "rounds": [{"number", "player_text", "narration", "refusals": [str],
+               "notices": [str], "fair", "commitment", "clock", "time"},
+     "rounds": [{"number", "player_text", "narration", "refusals": [str], "clock", "time",
                  "outcomes": [{"character", "result", "roll"}],
                  "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
                  "rolls": [ROLL]}],
@@ -19,6 +19,10 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
     ROLL = {"id", "kind", "character", "check", "check_name", "notation", "reason", "target",
             "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
             "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt"}
+
+`clock` is the story's time on its world's calendar (gm.calendar), in minutes since the story
+began, and `time` the same in words ("Fireday, 12 Rainmoon 311 AL, 19:30 (dusk)"): the story's
+current time, and each round's time when it ended. Both are null in a world without a calendar.
 
 `kind` is `check` (roll_check), `dice` (roll_dice) or `player` (`/roll`); `dice` is the itemised
 line, such as "1d20 (14) = 14"; check fields are null for the other kinds. `seq` is the roll's place
@@ -42,6 +46,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from gm.calendar import story_time
 
 if TYPE_CHECKING:
     from gm.records import RollRecord, RoundRecord, SeedRecord, Story
@@ -172,6 +178,8 @@ class RoundPublic(BaseModel):
     rolls: list[RollPublic]
     refusals: list[str]
     judge: JudgementPublic | None = None
+    clock: int | None = None  # when the round ended: minutes since the story began; null without a calendar
+    time: str | None = None  # the same in words, on the world's calendar
 
     @classmethod
     def from_record(cls, record: RoundRecord, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
@@ -184,6 +192,8 @@ class RoundPublic(BaseModel):
             rolls=[RollPublic.from_stored(roll, world, unfinished=unfinished) for roll in record.rolls],
             refusals=list(record.refusals),
             judge=JudgementPublic.model_validate(record.judgement) if record.judgement else None,
+            clock=record.clock,
+            time=world.calendar.text(record.clock) if world and world.calendar and record.clock is not None else None,
         )
 
 
@@ -212,6 +222,8 @@ class StoryPublic(BaseModel):
     notices: list[str] = []  # what a player should know of how the story is played, such as "narrations are not judged"
     fair: bool = False
     commitment: str | None = None
+    clock: int | None = None  # the story's time now: minutes since it began; null without a calendar
+    time: str | None = None  # the same in words, on the world's calendar
 
     @classmethod
     def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
@@ -225,6 +237,8 @@ class StoryPublic(BaseModel):
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
             fair=story.fair,
             commitment=commitment,
+            clock=story.clock,
+            time=story_time(story.world_data, story.clock),
         )
 
 

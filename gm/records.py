@@ -10,7 +10,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 if TYPE_CHECKING:
@@ -23,6 +23,11 @@ def _now() -> datetime:
 
 def _json(nullable: bool = False) -> Any:
     return Field(default=None, sa_column=Column(JSON, nullable=nullable))
+
+
+def _clock() -> Any:
+    """A story's time on its world's calendar: minutes since the story began (gm.calendar); None without one."""
+    return Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
 
 def _moment() -> Any:
@@ -57,6 +62,7 @@ class Story(StoryBase, table=True):
     fair: bool = False
     player_seed: str | None = None
     seed_epoch: int | None = None  # the epoch of the seed fair rolls are derived from now
+    clock: int | None = _clock()  # the story's current time (the last round's end); None in a world without a calendar
 
 
 class SeedRecord(SQLModel, table=True):
@@ -143,6 +149,7 @@ class RoundRecord(SQLModel, table=True):
     rolls: list[dict[str, Any]] = _json()
     refusals: list[str] = _json()
     judgement: dict[str, Any] | None = _json(nullable=True)  # the judge's verdicts and model; None if not judged
+    clock: int | None = _clock()  # the story's time when the round ended
     memory_written: bool = False
     created_at: datetime = _moment()
 
@@ -158,6 +165,7 @@ class MemoryEntry(SQLModel, table=True):
     summary: str
     rolls: list[dict[str, Any]] = _json()
     outcomes: list[dict[str, Any]] = _json()
+    clock: int | None = _clock()  # the round's end time, copied by code, so the summary carries its date
     created_at: datetime = _moment()
 
 

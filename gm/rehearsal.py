@@ -28,6 +28,11 @@ A game-master request (one that carries `tools`) is answered from where the roun
 
 Which check is rolled, for whom and at what target is `gm.rehearsal_checks`.
 
+In a world with a calendar, when the player's words say time passes ("I wait until nightfall"),
+the round's first call is `advance_time` instead, with the amount `gm.rehearsal_time` reads from
+them and the story's clock in the prompt; the round then goes on as above, and its ending (plain
+text or narrate) starts with a line saying how much time passed and what time it is now.
+
 Judge requests (a user message written by `gm.prompt.judge_messages`) are answered by a simple rule
 applied to the rehearsal's own narrations (`rehearsal_verdict`): an outcome is told as the result in
 parentheses at the end of the first narration line that starts with "(rehearsal) NAME " and reads
@@ -49,7 +54,7 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gm.errors import RoundFailed
@@ -60,6 +65,7 @@ from gm.prompt import (
     cap,
     engine_note,
     read_check_fact,
+    read_clock,
     read_fold,
     read_judge_request,
     read_keeper_round,
@@ -67,6 +73,7 @@ from gm.prompt import (
 )
 from gm.referee import ROLL_MENTION, TOOL_CALL
 from gm.rehearsal_checks import acting_player, catch_all, choose_check, ranked_checks, target_for, why_not_rolled
+from gm.rehearsal_time import Advance, time_wanted
 from gm.worlddef import World
 
 MARK = "(rehearsal)"
@@ -143,7 +150,7 @@ class RehearsalModel:
         elif tools is None:
             content, tool_calls = self._memory(messages), []
         else:
-            content, tool_calls = self._game_master(messages, tools)
+            content, tool_calls = self._told_time(messages, *self._game_master(messages, tools))
         raw_message: dict[str, Any] = {"role": "assistant", "content": content}
         if tool_calls:
             raw_message["tool_calls"] = [
@@ -178,8 +185,13 @@ class RehearsalModel:
         if after and after[-1].get("role") == "user":
             reason = engine_note(_content(after[-1])) or _content(after[-1])
             raise RehearsalStuck(f"The rehearsal model's plain narration was refused ({_clause(reason)}).")
-        results = _tool_results(after)
+        every = _tool_results(after)
+        results = [(name, result) for name, result in every if name != "advance_time"]
         if not results:
+            if "advance_time" in _tool_names(tools) and not any(name == "advance_time" for name, _ in every):
+                advance = self._time_passing(world, messages, turn.text)
+                if advance is not None:
+                    return None, [self._call("advance_time", asdict(advance))]
             return self._first_call(world, turn.text, turn.facts, tools)
         name, last = results[-1]
         if name == "narrate" and "error" in last:
@@ -241,6 +253,38 @@ class RehearsalModel:
         if target is not None:
             arguments["target"] = target
         return None, [self._call("roll_check", arguments)]
+
+    def _time_passing(self, world: World, messages: Sequence[Mapping[str, Any]], speech: str) -> Advance | None:
+        """The advance_time the player's words ask for (`gm.rehearsal_time`), given the clock in the prompt."""
+        system = next((_content(m) for m in messages if m.get("role") == "system"), "")
+        clock = read_clock(system)
+        if world.calendar is None or clock is None:
+            return None
+        return time_wanted(speech, world.calendar, clock)
+
+    def _told_time(
+        self, messages: Sequence[Mapping[str, Any]], content: str | None, calls: list[ToolCall]
+    ) -> tuple[str | None, list[ToolCall]]:
+        """An ending (plain text or narrate) led by a line saying how the clock moved this round, if it did."""
+        at = _player_message(messages)
+        moved = [
+            result
+            for name, result in _tool_results(messages[at + 1 :] if at is not None else [])
+            if name == "advance_time"
+        ]
+        if not moved or "now" not in moved[-1]:
+            return content, calls
+        line = f"{MARK} Time passes ({_safe(str(moved[-1].get('passed')))}): it is now {_safe(str(moved[-1]['now']))}."
+        if content is not None and not calls:
+            return f"{line}\n{content}", calls
+        told = []
+        for call in calls:
+            if call.name == "narrate":
+                arguments = json.loads(call.arguments) if isinstance(call.arguments, str) else dict(call.arguments)
+                arguments["narration"] = f"{line}\n{arguments['narration']}"
+                call = ToolCall(call.id, call.name, json.dumps(arguments))
+            told.append(call)
+        return content, told
 
     def _call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
         return ToolCall(f"rehearsal_{self._counts.calls}", name, json.dumps(arguments))

@@ -32,7 +32,7 @@ from gm.public import JudgementPublic, OutcomePublic, RollPublic, RoundPublic
 from gm.referee import Result, Telling, judge_refusals, referee
 from gm.retries import EarlierRolls
 from gm.seeds import dice_for, stamped
-from gm.store import ModelCall, RollRecord, RoundRecord, Store, model_call_from
+from gm.store import ModelCall, RollRecord, RoundRecord, Store, Story, model_call_from
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.worlddef import World
 
@@ -177,12 +177,24 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
         return stored
 
     tools = RoundTools(world, story.id, attempt.id, number, write_roll, source, earlier, retried=retried)
+    tools.clock = _clock_at_start(store, story, world, number, opening.regenerate)
     facts = [*opening.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
     if opening.player_roll is not None:
         facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
-    messages = game_master_messages(world, recall(store, story, number), PlayerTurn(player_text, tuple(facts)))
+    turn = PlayerTurn(player_text, tuple(facts))
+    messages = game_master_messages(world, recall(store, story, number), turn, tools.clock)
     judged = story.settings.get("judge") != "off"
     return _Attempt(messages, attempt.id, number, player_text, tools, tell, judged=judged)
+
+
+def _clock_at_start(store: Store, story: Story, world: World, number: int, regenerate: bool) -> int | None:
+    """The story's time as the round begins: now, or, for a round played again, when the round before it ended."""
+    if world.calendar is None:
+        return None
+    if regenerate:
+        before = store.round(story.id, number - 1) if number > 1 else None
+        return before.clock or 0 if before is not None else 0
+    return story.clock or 0
 
 
 def _accept(
@@ -203,6 +215,7 @@ def _accept(
         rolls=rolls,
         refusals=state.refusals,
         judgement=state.judgement,
+        clock=state.tools.clock,
     )
     store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id), holder=holder)
     unfinished = store.unfinished_attempts(story_id, state.number)  # whose rolls came back to this attempt
@@ -215,6 +228,8 @@ def _accept(
         rolls=[RollPublic.from_stored(roll, world, unfinished=unfinished) for roll in rolls],
         refusals=list(state.refusals),
         judge=JudgementPublic.model_validate(state.judgement) if state.judgement else None,
+        clock=state.tools.clock,
+        time=world.calendar.text(state.tools.clock) if world.calendar and state.tools.clock is not None else None,
         model_calls=len(state.calls),
         regenerated=regenerate,
     )

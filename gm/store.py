@@ -440,6 +440,8 @@ class Store:
                 session.flush()
             else:
                 story.rounds += 1
+            if record.clock is not None:  # the story's time is where its newest round ended
+                story.clock = record.clock
             attempt.status = "accepted"
             session.add_all([record, attempt, story, *calls])
             session.commit()

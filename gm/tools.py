@@ -1,4 +1,7 @@
-"""The tools the model sees (roll_check, roll_dice, narrate): their schemas, and what calling them does.
+"""The tools the model sees (roll_check, roll_dice, advance_time, narrate): their schemas, and what calling them does.
+
+advance_time is offered only in a world with a calendar (see `gm.calendar`): it moves the round's
+clock on, which the round stores as the time it ended at.
 
 The model learns a check roll's band, never its number. A bad call (malformed JSON, an unknown
 tool, check or character, a missing or unwanted target, a check whose outcome is certain at the
@@ -17,6 +20,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm import dice
+from gm.calendar import advance, advance_time_schema, duration_text
 from gm.chances import certain, refusal
 from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.dice.result import Roll, sum_line
@@ -37,6 +41,11 @@ MAX_ROLL_ID = 2**31 - 1
 MAX_DEPTH = 8
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
+
+
+def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool's parameters with its `reason` held to the bound every tool's reason has."""
+    return {**parameters, "reason": {**parameters["reason"], "maxLength": MAX_REASON}}
 
 
 def tool_schemas(world: World) -> list[dict[str, Any]]:
@@ -84,6 +93,16 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
             ["notation", "reason"],
         )
     )
+    if world.calendar is not None:
+        tools.append(
+            _function(
+                "advance_time",
+                "Move the story's clock on when time passes in the story (a wait, a journey, a night's sleep); "
+                "not for the moments an action takes. Time never goes backwards. Returns the new date and time.",
+                _bounded_reason(advance_time_schema()),
+                ["amount", "unit", "reason"],
+            )
+        )
     tools.append(
         _function(
             "narrate",
@@ -155,6 +174,7 @@ class RoundTools:
     earlier: Sequence[RollRecord] = ()
     rolls: list[RollRecord] = field(default_factory=list)
     retried: EarlierRolls = field(default_factory=EarlierRolls)
+    clock: int | None = None  # the story's time (gm.calendar), moved on by advance_time; None without a calendar
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
@@ -166,6 +186,8 @@ class RoundTools:
             return self.roll_check(arguments)
         if name == "roll_dice":
             return self.roll_dice(arguments)
+        if name == "advance_time":
+            return self.advance_time(arguments)
         return self.narrate(arguments)
 
     @property
@@ -234,6 +256,13 @@ class RoundTools:
         result = dice.roll(expression, dice.for_one_roll(self.source))
         record = self._write("dice", result, str(arguments.get("reason", "")))
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
+
+    def advance_time(self, arguments: dict[str, Any]) -> ToolReply:
+        calendar = self.world.calendar
+        assert calendar is not None and self.clock is not None  # only offered, and so only accepted, with a calendar
+        before = self.clock
+        self.clock = advance(before, arguments)
+        return ToolReply({"now": calendar.text(self.clock), "passed": duration_text(self.clock - before)})
 
     def roll_for_player(self, expression: dice.Expression, purpose: str) -> str:
         """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master.

@@ -92,6 +92,8 @@ def render_transcript(data: TranscriptPublic) -> str:
     story = data.story
     lines = [f"{story.title} ({story.id}), {story.rounds} rounds, dice {story.settings.dice}"]
     lines += [f"Note: {notice}." for notice in story.notices]
+    if story.time is not None:
+        lines.append(f"Now: {story.time}")
     if story.fair:
         lines.append(f"Fair dice: the next rolls' seed has the commitment {story.commitment}")
         integrity = data.integrity
@@ -102,6 +104,8 @@ def render_transcript(data: TranscriptPublic) -> str:
             lines.append(f"  mixed with the player's seed {integrity.player_seed!r}")
     for record in data.rounds:
         lines += ["", f"## Round {record.number}", f"> {record.player_text}", "", record.narration]
+        if record.time is not None:
+            lines.append(f"  [time] {record.time}")
         for roll in record.rolls:
             lines.append(f"  [dice] {opened(roll)}")
         for outcome in record.outcomes:

@@ -5,12 +5,13 @@ rebuild its `World` later without the folder it came from; `gm.world` reads them
 
 Validation returns every problem at once, each with its file and JSON path. Errors in world.json:
 anything the schema refuses, a character name with spaces at either end or a line break, two
-characters with one name (ignoring case), a number variable that is not finite, and no character
-with the role `player`. Across the two files: a check's modifier variable that a character has but
-that is not a whole number from -1,000,000 to 1,000,000 (an error at that character's variable),
-and an `absolute` check that, with some character's modifier added, can roll a value no band holds
-(an error naming check, characters and values). A check whose modifier variable no character has is a warning: it can
-never be rolled. A world without dice.json has no checks, which is fine.
+characters with one name (ignoring case), a number variable that is not finite, no character with
+the role `player`, and what `gm.calendar.calendar_problems` finds in a calendar. Across the two
+files: a check's modifier variable that a character has but that is not a whole number from
+-1,000,000 to 1,000,000 (an error at that character's variable), and an `absolute` check that, with
+some character's modifier added, can roll a value no band holds (an error naming check, characters
+and values). A check whose modifier variable no character has is a warning: it can never be rolled.
+A world without dice.json has no checks, which is fine.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
+from gm.calendar import Calendar, calendar_from_data, calendar_problems
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems, text_problems
 from gm.rules import Check, Rules, coverage_problems, parse_rules
@@ -95,6 +97,7 @@ class World:
     rules: Rules | None
     world_data: dict[str, Any]
     dice_data: dict[str, Any] | None
+    calendar: Calendar | None = None  # world.json's calendar; None for a world without one (and no time tool)
 
     @property
     def players(self) -> tuple[Character, ...]:
@@ -179,6 +182,7 @@ def world_from_data(world_data: Any, dice_data: Any | None = None, source: str =
         None if dice_data is None else parse_rules(dice_data, DICE_FILE),
         world_data,
         dice_data,
+        calendar_from_data(world_data["calendar"]) if "calendar" in world_data else None,
     )
 
 
@@ -187,6 +191,8 @@ def validate_world(world_data: Any, dice_data: Any | None = None) -> list[Proble
     world_problems = schema_problems(_validator(), world_data) + text_problems(world_data)
     characters = _raw_characters(world_data)
     world_problems.extend(_character_problems(characters))
+    if isinstance(world_data, dict):
+        world_problems.extend(calendar_problems(world_data.get("calendar")))
     dice_problems: list[Problem] = []
     if dice_data is not None:
         dice_problems = validate_dice(dice_data)

@@ -84,11 +84,17 @@ def _postgres_database() -> Iterator[str]:
 
 
 def _empty(url: str) -> None:
-    """Every table of gm's emptied, and its ids starting at 1 again, as in a database just made."""
-    tables = ", ".join(f'"{table.name}"' for table in SQLModel.metadata.sorted_tables)
-    with psycopg.connect(url, autocommit=True) as connection:
+    """Every table of gm's emptied, and its ids starting at 1 again, as in a database just made.
+
+    DELETE, children first, then each sequence restarted: on tables this small it is about three
+    times faster than TRUNCATE, which makes new files for every table (measured side by side)."""
+    with psycopg.connect(url) as connection:
         connection.execute("SET lock_timeout = '20s'")  # a connection a test left in a transaction fails it, not hangs
-        connection.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+        for table in reversed(SQLModel.metadata.sorted_tables):
+            connection.execute(f'DELETE FROM "{table.name}"')
+        sequences = connection.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")
+        for (sequence,) in sequences.fetchall():
+            connection.execute(f'ALTER SEQUENCE "{sequence}" RESTART')
 
 
 @pytest.fixture
@@ -158,3 +164,12 @@ def write_world(folder: Path, world: dict[str, Any] = HARBOR_WORLD, dice: dict[s
 def harbor(tmp_path: Path) -> Path:
     """A small world folder with two checks: an over check with a modifier, and an absolute one."""
     return write_world(tmp_path / "harbor")
+
+
+@pytest.fixture
+def worlds(tmp_path: Path, harbor: Path) -> Path:
+    """A server's worlds folder holding the harbour world as `harbour` (editor tests use their own)."""
+    folder = tmp_path / "worlds"
+    folder.mkdir()
+    shutil.copytree(harbor, folder / "harbour")
+    return folder

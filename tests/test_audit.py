@@ -214,8 +214,10 @@ def test_the_command_line_says_the_verdict_and_the_first_mismatch(
     monkeypatch.setenv("GM_DATABASE_URL", "sqlite:////nonexistent/folder/gm.db")
     assert main(["audit", "--file", str(exported)]) == 0
     data = json.loads(exported.read_text())
-    data["integrity"]["rolls"][2]["faces"] = [[1, 1]]
-    data["rounds"][2]["rolls"][0]["faces"] = [[1, 1]]
+    # a change, whatever was rolled
+    forged = [[1, 1]] if data["integrity"]["rolls"][2]["faces"] != [[1, 1]] else [[2, 2]]
+    data["integrity"]["rolls"][2]["faces"] = forged
+    data["rounds"][2]["rolls"][0]["faces"] = forged
     exported.write_text(json.dumps(data))
     assert main(["audit", "--file", str(exported)]) == 1
     assert "first mismatch: roll 3 (id " in capsys.readouterr().out

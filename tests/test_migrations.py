@@ -16,15 +16,16 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Column, MetaData, String, text
+from sqlalchemy import Column, MetaData, String, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
 from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
 
-HEAD = "integrity"
+HEAD = "calendar"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
+COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """
@@ -66,13 +67,20 @@ def assert_old_story_reads(store: Store) -> None:
         "So far.",
     )
     assert story.token_hash is None
+    assert story.clock is None  # made before calendars: its world has none
 
 
 def test_the_newest_revision_is_the_head() -> None:
     """A new revision must move HEAD here; a branch (two heads) would fail too."""
     script = ScriptDirectory(str(FOLDER))
     assert script.get_heads() == [HEAD]
-    assert [revision.revision for revision in script.walk_revisions()] == [HEAD, "judge", "story_token", INITIAL]
+    assert [revision.revision for revision in script.walk_revisions()] == [
+        HEAD,
+        "integrity",
+        "judge",
+        "story_token",
+        INITIAL,
+    ]
 
 
 def test_a_database_at_initial_opens_upgraded(database_url: str, engine: Engine) -> None:
@@ -121,7 +129,7 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     plus stories.token_hash once the story API came (one commit made that column with create_all)."""
     SQLModel.metadata.create_all(engine)
     with engine.begin() as connection:
-        for table, column in COLUMNS_OF_JUDGE:  # create_all makes today's tables
+        for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR:  # create_all makes today's tables
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
         if made_by == "before the story API":
@@ -193,3 +201,23 @@ def test_opening_a_store_leaves_logging_and_output_alone(database_url: str, capf
     Store(database_url).engine.dispose()
     assert (list(root.handlers), root.level, list(alembic.handlers), alembic.level, alembic.propagate) == before
     assert capfd.readouterr() == ("", "")
+
+
+def test_the_calendar_revision_goes_down_and_up_again_keeping_the_clock_out_of_old_stories(
+    database_url: str, engine: Engine
+) -> None:
+    """Down to integrity the clock columns go; up again, old stories read with no clock, new ones keep theirs."""
+    upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text(OLD_STORY))
+        command.downgrade(config(connection), "integrity")
+    assert revision_of(engine) == "integrity"
+    for table, _ in COLUMNS_OF_CALENDAR:
+        assert "clock" not in {column["name"] for column in inspect(engine).get_columns(table)}
+    store = Store(database_url)
+    assert revision_of(store.engine) == HEAD
+    assert_old_story_reads(store)
+    later = 40 * 24 * 60 * 365 * 3000  # three thousand years of minutes: more than a 32-bit column holds
+    newer = store.create_story(Story(title="New", world_data={}, settings={}, clock=later))
+    assert store.story(newer.id).clock == later
+    store.engine.dispose()

@@ -100,6 +100,8 @@ function roundElement(round, pending = false) {
   const narration = element("div", "narration");
   for (const paragraph of paragraphs(round.narration)) narration.append(element("p", null, paragraph));
   item.append(narration);
+  // In a world with a calendar, each round shows the date and time it ended at.
+  if (round.time) item.append(element("p", "round-time", round.time));
   if (dice === "shown" && round.rolls.length) item.append(diceCards(round.rolls));
   return item;
 }
@@ -135,6 +137,13 @@ function setBusy(now) {
   busy = now;
   sendButton.disabled = now;
   regenerateButton.disabled = now || rounds.length === 0;
+}
+
+/** The story's date and time now, in a world with a calendar (null in one without). */
+function showTime(time) {
+  const now = document.getElementById("now");
+  now.hidden = !time;
+  document.getElementById("now-time").textContent = time ? String(time) : "";
 }
 
 /** A fair story's current commitment (and the player's own seed, if any) under the title. */
@@ -231,6 +240,7 @@ async function play(path, body, round, replaces) {
           ended = true;
           const accepted = data.round;
           rounds = replaces ? [...rounds.slice(0, -1), accepted] : [...rounds, accepted];
+          if (accepted.time) showTime(accepted.time); // the newest round ended when the story now stands
           live = null;
           drawLast(false);
         } else if (kind === "failed") {
@@ -320,6 +330,7 @@ async function load() {
   dice = data.story.settings.dice;
   rounds = data.rounds;
   showFairness(data.story, data.integrity);
+  showTime(data.story.time);
   markDice();
   diceSetting.disabled = false;
   input.disabled = false;
