@@ -192,7 +192,9 @@ class RehearsalModel:
                 advance = self._time_passing(world, messages, turn.text)
                 if advance is not None:
                     return None, [self._call("advance_time", asdict(advance))]
-            return self._first_call(world, turn.text, turn.facts, tools)
+            # Words that only let time pass ("I wait until nightfall") are no risky action: no catch-all for them.
+            waited = any(name == "advance_time" and "now" in result for name, result in every)
+            return self._first_call(world, turn.text, turn.facts, tools, catch_all_ok=not waited)
         name, last = results[-1]
         if name == "narrate" and "error" in last:
             raise RehearsalStuck(f"The rehearsal model's narration was refused ({_clause(str(last['error']))}).")
@@ -215,7 +217,13 @@ class RehearsalModel:
         return f"{MARK} {said}Nothing was settled by a check.", []
 
     def _first_call(
-        self, world: World, speech: str, facts: Sequence[str], tools: Sequence[Mapping[str, Any]]
+        self,
+        world: World,
+        speech: str,
+        facts: Sequence[str],
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        catch_all_ok: bool = True,
     ) -> tuple[str | None, list[ToolCall]]:
         """The round's first answer: the facts told, a check rolled, or plain text saying nothing needed a roll."""
         said = _lead(_safe(_first_sentence(speech)))
@@ -232,10 +240,10 @@ class RehearsalModel:
             return f"{MARK} {said}The player's own dice decide it: {told} Nothing else needed a roll.", []
         if "roll_check" not in _tool_names(tools) or world.rules is None or not world.rules.checks:
             return f"{MARK} {said}Nothing here needed a roll: this world has no checks, so the story goes on.", []
-        chosen = choose_check(world, speech)
+        chosen = choose_check(world, speech, catch_all_ok=catch_all_ok)
         if chosen is None:
             who = acting_player(world, speech)
-            fallback = catch_all(world)
+            fallback = catch_all(world) if catch_all_ok else None
             matching = [check for check in ranked_checks(world, speech) if check != fallback]
             if fallback is not None:
                 matching.append(fallback)  # its reason is told last: it was tried last

@@ -17,7 +17,8 @@ The catch-all (`catch_all`): when no check that shares a word can be rolled, the
 check is rolled instead, if it has one that can be: the first check whose `use` says it covers any
 action, that is, has the word "any" and later in the same sentence "action" or "actions" ("Any risky
 action no other check covers: ..."). So "I sneak past the guard" in harbour-heist rolls its Risky
-attempt although no word of it matches.
+attempt although no word of it matches. Words that only let time pass (the round moved the story's
+clock, as "I wait until nightfall" does) roll no catch-all: waiting is no risky action.
 
 Who: the first character with the role "player"; with several, the player named in the text (the
 earliest named, as a whole word, ignoring case), else the first.
@@ -140,14 +141,14 @@ def catch_all(world: World) -> Check | None:
     return next((check for check in world.rules.checks if is_catch_all(check)), None)
 
 
-def choose_check(world: World, text: str) -> tuple[Check, Character] | None:
+def choose_check(world: World, text: str, *, catch_all_ok: bool = True) -> tuple[Check, Character] | None:
     """The best-matching check that can be rolled for the acting player, and go either way for them,
-    and that player; else the world's catch-all, if it can be; None if neither."""
+    and that player; else (unless `catch_all_ok` is False) the world's catch-all, if it can be; None if neither."""
     character = acting_player(world, text)
     for check in ranked_checks(world, text):
         if why_not_rolled(check, character) is None:
             return check, character
-    fallback = catch_all(world)
+    fallback = catch_all(world) if catch_all_ok else None
     if fallback is not None and why_not_rolled(fallback, character) is None:
         return fallback, character
     return None
