@@ -166,7 +166,7 @@ def edge_for(check: Check, text: str) -> Edge | None:
     """The edge the player's words ask for, if the check declares dice for it."""
     said = words(text)
     for edge in ("disadvantage", "advantage"):
-        if edge in said and check.dice_for(edge) is not None:
+        if stem(edge) in said and check.dice_for(edge) is not None:  # `words` stems: "disadvantag"
             return edge
     return None
 
