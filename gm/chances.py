@@ -19,6 +19,7 @@ from typing import Any
 
 from gm import dice
 from gm.dice.joint import Joint, joint
+from gm.dice.odds import decimal
 from gm.naturals import settle, watched_terms
 from gm.rules import Band, Check, Edge, Result, band_for, read_value
 
@@ -45,8 +46,13 @@ class CheckOdds:
     certain: Certain | None = None  # set when every roll gives one result
     edge: Edge | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data = self.dice.to_json()
+    def to_json(self, exact: bool = False) -> dict[str, Any]:
+        """The dice's odds (`gm.dice.Odds.to_json`) and each band's chance: decimals, or with `exact` fractions."""
+        data = self.dice.to_json(exact)
+
+        def shown(chance: Fraction) -> str | float:
+            return str(chance) if exact else decimal(chance.numerator / chance.denominator)
+
         data.update(
             {
                 "check": self.check.key,
@@ -60,11 +66,11 @@ class CheckOdds:
                         "label": chance.band.label,
                         "result": chance.band.result,
                         "critical": chance.band.critical,
-                        "probability": str(chance.probability),
+                        "probability": shown(chance.probability),
                     }
                     for chance in self.bands
                 ],
-                "void": str(self.void),
+                "void": shown(self.void),
                 "certain": None if self.certain is None else self.certain.to_json(),
             }
         )

@@ -50,7 +50,8 @@ class Chat:
     async def run(self) -> None:
         """Play until /quit or the end of input, then let the memory keeper finish."""
         story = self.game.store.story(self.story_id)
-        self.say(f"{story.title}: story {story.id}, {story.rounds} rounds so far. Type /help for the commands.")
+        played = f"{story.rounds} round{'' if story.rounds == 1 else 's'}"
+        self.say(f"{story.title}: story {story.id}, {played} so far. Type /help for the commands.")
         public = StoryPublic.from_record(story)
         for notice in public.notices:
             self.say(f"Note: {notice}.")

@@ -13,21 +13,21 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
 from gm.cli_audit import add_audit_subcommands
+from gm.cli_check import add_check_subcommand
 from gm.cli_edit import add_edit_subcommand
 from gm.cli_model import add_model_subcommands
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
-from gm.problems import Problem
 from gm.rules import Check, CheckRollError, Edge, opposed_modifier
 from gm.text import visible
-from gm.world import check_world, load_rules, load_world, world_files
-from gm.worlddef import DICE_FILE, modifier_for
+from gm.world import load_rules, load_world
+from gm.worlddef import modifier_for
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,15 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["advantage", "disadvantage"],
         help="only this edge's odds (by default a check with edge dice shows no edge, then each edge)",
     )
-    odds.add_argument("--json", action="store_true", help="print min, max, mean and exact fractions as JSON")
+    odds.add_argument(
+        "--json",
+        action="store_true",
+        help="print min, max, mean and each value's probability as JSON (decimals; values under 1e-9 left out)",
+    )
+    odds.add_argument("--exact", action="store_true", help="with --json: every probability as an exact fraction")
     odds.set_defaults(run=run_odds)
 
-    check = subcommands.add_parser(
-        "check", help="validate a world folder (world.json and dice.json) or a dice.json file"
-    )
-    check.add_argument("path", type=Path, help="a world folder, its world.json, or a dice.json file")
-    check.add_argument("--json", action="store_true", help="print the problems as JSON")
-    check.set_defaults(run=run_check)
+    add_check_subcommand(subcommands)
     add_story_subcommands(subcommands)
     add_audit_subcommands(subcommands)
     add_serve_subcommand(subcommands)
@@ -99,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"error: {visible(message)}", file=sys.stderr)  # it may quote a world file
+    # An error may quote what was typed or read (an id, a world file): never a control character raw.
+    print(f"error: {visible(message)}", file=sys.stderr)
     return code
 
 
@@ -111,6 +112,8 @@ def run_roll(arguments: argparse.Namespace) -> int:
 
 def run_odds(arguments: argparse.Namespace) -> int:
     subject: list[str] = arguments.subject
+    if arguments.exact and not arguments.json:
+        raise UsageError("--exact chooses how --json prints probabilities: add --json")
     if len(subject) == 2 and _looks_like_path(subject[0]):
         if arguments.hit is not None:
             raise UsageError("--hit belongs to notation; a check takes its hit from dice.json")
@@ -122,9 +125,9 @@ def run_odds(arguments: argparse.Namespace) -> int:
             raise UsageError(str(error)) from None
         opponent = {"opponent": arguments.opponent} if check.opposed else {}
         if arguments.json:
-            data = {**results[0].to_json(), "character": name, **opponent}
+            data = {**results[0].to_json(arguments.exact), "character": name, **opponent}
             if len(results) > 1:
-                data["edges"] = {str(result.edge): result.to_json() for result in results[1:]}
+                data["edges"] = {str(result.edge): result.to_json(arguments.exact) for result in results[1:]}
             print(json.dumps(data, indent=2))
         else:
             # names and labels from dice.json
@@ -136,7 +139,9 @@ def run_odds(arguments: argparse.Namespace) -> int:
         raise UsageError("--character belongs to a check: gm odds WORLD CHECK --character NAME")
     distribution = dice.odds(" ".join(subject), hit=arguments.hit).shifted(arguments.modifier or 0)
     print(
-        json.dumps(distribution.to_json(), indent=2) if arguments.json else render_odds(" ".join(subject), distribution)
+        json.dumps(distribution.to_json(arguments.exact), indent=2)
+        if arguments.json
+        else render_odds(" ".join(subject), distribution)
     )
     return 0
 
@@ -164,31 +169,6 @@ def _check_for_odds(path: Path, key: str, arguments: argparse.Namespace) -> tupl
     except KeyError as error:
         raise UsageError(str(error.args[0])) from None
     return check, character.name, opposed_modifier(modifier, modifier_for(check, opponent))
-
-
-def run_check(arguments: argparse.Namespace) -> int:
-    files = world_files(arguments.path)
-    problems = check_world(arguments.path)
-    errors = [problem for problem in problems if problem.severity == "error"]
-    if arguments.json:
-        print(json.dumps({"ok": not errors, "problems": [_problem_json(problem) for problem in problems]}, indent=2))
-    else:
-        checked = " and ".join(files.names) + ("" if files.dice else f" (no {DICE_FILE}, so no checks)")
-        warnings = len(problems) - len(errors)
-        verdict = "has problems" if errors else "is fine"
-        counts = f"{_count(len(errors), 'error')}, {_count(warnings, 'warning')}"
-        print(visible(f"{arguments.path}: {verdict}: checked {checked}; {counts}"))
-        for problem in problems:
-            print(visible(f"  {problem}"))  # a problem may quote the file
-    return 1 if errors else 0
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def _problem_json(problem: Problem) -> dict[str, Any]:
-    return {"severity": problem.severity, "file": problem.file, "path": problem.path, "message": problem.message}
 
 
 def _looks_like_path(text: str) -> bool:

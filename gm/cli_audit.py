@@ -40,7 +40,7 @@ def add_audit_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
         description="gm audit STORY checks a story in the database; gm audit --file TRANSCRIPT.json checks an "
         "exported transcript (gm show STORY --json) with no database. Exit 1 on any mismatch.",
     )
-    checking.add_argument("story", nargs="?", help="the story's id")
+    checking.add_argument("story", nargs="?", help="the story's id, or a unique start of it (6+ characters)")
     checking.add_argument("--file", type=Path, help="a transcript exported with gm show STORY --json")
     checking.add_argument(
         "--since",
@@ -55,7 +55,7 @@ def add_audit_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
         "reveal",
         help="publish a fair story's seed so far, and commit a fresh one for the rolls that follow",
     )
-    revealing.add_argument("story", help="the story's id")
+    revealing.add_argument("story", help="the story's id, or a unique start of it (6+ characters)")
     revealing.add_argument("--json", action="store_true", help="print the revealed seed and the new commitment as JSON")
     revealing.set_defaults(run=run_reveal)
 
@@ -68,7 +68,7 @@ def run_audit(arguments: argparse.Namespace) -> int:
     else:
         store = Store()
         try:
-            checked = transcript(store, arguments.story)
+            checked = transcript(store, store.find_story_id(arguments.story))
         except StoryNotFound as error:
             raise AuditCommandError(f"{error}; gm stories lists them") from None
     report = audit(checked)
@@ -121,9 +121,10 @@ def read_transcript(path: Path) -> TranscriptPublic:
 def run_reveal(arguments: argparse.Namespace) -> int:
     store = Store()
     try:
-        revealed = reveal(store, arguments.story)
+        story_id = store.find_story_id(arguments.story)
     except StoryNotFound as error:
         raise AuditCommandError(f"{error}; gm stories lists them") from None
+    revealed = reveal(store, story_id)
     if arguments.json:
         print(json.dumps({"revealed": revealed.revealed.model_dump(), "next": revealed.next.model_dump()}, indent=2))
         return 0
@@ -132,9 +133,7 @@ def run_reveal(arguments: argparse.Namespace) -> int:
     print(f"Revealed seed {seed.epoch} ({last}): {seed.seed}")
     print(f"  its commitment was {seed.commitment}")
     print(f"The rolls from {revealed.next.first_roll} on use a fresh seed, committed as {revealed.next.commitment}")
-    print(
-        f"Check the story with: gm audit {arguments.story}  (or gm show {arguments.story} --json, then gm audit --file)"
-    )
+    print(f"Check the story with: gm audit {story_id}  (or gm show {story_id} --json, then gm audit --file)")
     return 0
 
 

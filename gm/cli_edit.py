@@ -36,7 +36,7 @@ def run_edit(arguments: argparse.Namespace) -> int:
     worlds: Path = arguments.worlds
     if not worlds.is_dir():
         raise UsageError(f"there is no folder '{worlds}' to edit worlds in")
-    _check_port(arguments.host, arguments.port)
+    check_port(arguments.host, arguments.port)
     import uvicorn  # imported here: the other commands need neither it nor FastAPI
 
     from gm.editor import create_app
@@ -75,8 +75,12 @@ def print_login(required: bool, generated: str | None) -> None:
         print("The editor asks for the token in GM_EDITOR_TOKEN.", flush=True)
 
 
-def _check_port(host: str, port: int) -> None:
-    """Refuse a port that cannot be listened on now, with one sentence (uvicorn would log and exit)."""
+def check_port(host: str, port: int) -> None:
+    """Refuse a port that cannot be listened on now, with one sentence (uvicorn would log and exit).
+
+    Shared with `gm serve`. Another program could still take the port between this probe and uvicorn's
+    bind; that rare race ends in uvicorn's own message.
+    """
     if not 0 <= port < 65536:
         raise UsageError(f"--port {port} is not a port; expected 1 to 65535 (or 0 for any free one)")
     try:
@@ -87,5 +91,6 @@ def _check_port(host: str, port: int) -> None:
     except socket.gaierror:
         raise UsageError(f"--host {host} is not an address this machine has") from None
     except OSError as error:
-        reason = "it is in use" if error.errno == errno.EADDRINUSE else (error.strerror or str(error))
-        raise UsageError(f"cannot listen on {host}:{port}: {reason}") from None
+        if error.errno == errno.EADDRINUSE:
+            raise UsageError(f"cannot listen on {host}:{port}: it is in use; choose another with --port") from None
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from gm.cli_edit import editor_login, print_login
+from gm.cli_edit import check_port, editor_login, print_login
 from gm.cli_story import (
     REHEARSAL,
     add_judge_argument,
@@ -23,9 +24,12 @@ from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm.instructions import use_prompts
 from gm.lease import check_settings
-from gm.model import ModelClient
+from gm.model import ChatModel, ModelClient
+from gm.rehearsal import RehearsalModel
 from gm.round import RoundSettings
 from gm.store import Store
+from gm.text import visible
+from gm.worlddef import WORLD_FILE
 
 
 def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
@@ -50,20 +54,17 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
 
 def run_serve(arguments: argparse.Namespace) -> int:
     """Run the web app with uvicorn; several such processes may share one PostgreSQL database."""
+    check_port(arguments.host, arguments.port)
     # Imported here: the web stack is heavy, and no other command needs it.
     import uvicorn
 
     from gm.web.app import create_app
 
     use_prompts(arguments.prompts)  # every prompt file is checked before anything else
-    if arguments.model == REHEARSAL:
-        raise UsageError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
-    model = ModelClient(model_settings(arguments))
+    model = choose_serve_model(arguments)
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     mounted = hosts is not None and arguments.worlds.is_dir()
     login, generated = editor_login(arguments.host, UsageError) if mounted else (None, None)
-    if hosts is None:
-        print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
     game = Game(
         model,
@@ -72,7 +73,6 @@ def run_serve(arguments: argparse.Namespace) -> int:
         judge_model=choose_judge(arguments, model),
         judging=judging,
     )
-    print_login(login is not None, generated)
     app = create_app(
         game,
         arguments.worlds,
@@ -82,8 +82,41 @@ def run_serve(arguments: argparse.Namespace) -> int:
         editor_login=login,
         api_hosts=allowed_hosts(arguments.host),
     )
+    shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
+    print(f"Serving stories at http://{shown}:{arguments.port}/  (Ctrl+C stops it)")
+    print(visible(describe_worlds(arguments.worlds)))  # the folder's path is shown, never obeyed
+    if arguments.model == REHEARSAL:
+        print("Rehearsal: an offline stand-in plays the game master of each story's world; no model is called.")
+    if hosts is None:
+        print(f"The world editor is not mounted: {arguments.host} serves other machines (add --editor to mount it).")
+    elif mounted:
+        print(f"The world editor is at http://{shown}:{arguments.port}/editor/")
+    print_login(login is not None, generated)
+    sys.stdout.flush()
     uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     return 0
+
+
+def choose_serve_model(arguments: argparse.Namespace) -> ChatModel:
+    """The rehearsal stand-in when asked for by name (it plays each story's own world); else the endpoint."""
+    if arguments.model == REHEARSAL:
+        return RehearsalModel()
+    return ModelClient(model_settings(arguments))
+
+
+def describe_worlds(folder: Path) -> str:
+    """One line saying which worlds folder is served and what it holds, or that it holds no world."""
+    from gm.web.service import WORLD_NAME  # the names the server offers; others are not served
+
+    where = folder.resolve()
+    if not folder.is_dir():
+        return f"Worlds: there is no folder {where}, so no story can be started (choose one with --worlds DIR)."
+    names = sorted(
+        entry.name for entry in folder.iterdir() if WORLD_NAME.match(entry.name) and (entry / WORLD_FILE).is_file()
+    )
+    if not names:
+        return f"Worlds: {where} holds no world (a folder with {WORLD_FILE}), so no story can be started."
+    return f"Worlds from {where}: {', '.join(names)}"
 
 
 def round_settings(environ: Mapping[str, str]) -> RoundSettings:

@@ -15,6 +15,7 @@ from gm.game import Game
 from gm.instructions import PROMPTS_ENV, use_prompts
 from gm.judge import judge_settings
 from gm.model import ChatModel, ModelClient, ModelSettings
+from gm.public import as_utc
 from gm.rehearsal import RehearsalModel
 from gm.store import Store, Story, StoryNotFound
 from gm.text import visible, visible_json
@@ -33,7 +34,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
         description="gm play WORLD starts a story; gm play --story ID continues one.",
     )
     play.add_argument("world", nargs="?", type=Path, help="a world folder (to start a new story)")
-    play.add_argument("--story", help="the id of a story to continue")
+    play.add_argument("--story", help="the id of a story to continue, or a unique start of it (6+ characters)")
     play.add_argument("--dice", choices=["shown", "hidden"], help="show the dice under the narration, or not")
     play.add_argument(
         "--fair",
@@ -54,7 +55,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     stories.set_defaults(run=run_stories)
 
     show = subcommands.add_parser("show", help="print a story's transcript: rounds, narration, outcomes, every roll")
-    show.add_argument("story", help="the story's id")
+    show.add_argument("story", help="the story's id, or a unique start of it (6 characters or more)")
     show.add_argument("--json", action="store_true", help="print the transcript as JSON (a stable shape)")
     show.set_defaults(run=run_show)
 
@@ -162,14 +163,14 @@ def run_stories(arguments: argparse.Namespace) -> int:
     if not stories:
         print("No stories yet; start one with gm play WORLD.")
     for story in stories:
-        print(visible(f"{story.id}  {story.created_at:%Y-%m-%d %H:%M}  {story.rounds:>4} rounds  {story.title}"))
+        rounds = f"{story.rounds} round{'' if story.rounds == 1 else 's'}"
+        print(visible(f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {story.title}"))
     return 0
 
 
 def run_show(arguments: argparse.Namespace) -> int:
     store = Store()
-    _story(store, arguments.story)
-    data = transcript(store, arguments.story)
+    data = transcript(store, _story(store, arguments.story).id)
     if arguments.json:
         print(visible_json(json.dumps(data.model_dump(mode="json"), indent=2, ensure_ascii=False)))
     else:
@@ -177,8 +178,9 @@ def run_show(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _story(store: Store, story_id: str) -> Story:
+def _story(store: Store, typed: str) -> Story:
+    """The story a typed id names: whole, or a unique start of at least 6 characters (`Store.find_story_id`)."""
     try:
-        return store.story(story_id)
+        return store.story(store.find_story_id(typed))
     except StoryNotFound as error:
         raise UsageError(f"{error}; gm stories lists them") from None

@@ -25,6 +25,9 @@ Type what your character does, and the game master answers.
   /quit                      leave (the story is saved; continue with gm play --story ID)"""
 
 
+MAX_LINE = 4000  # characters in one player's turn, in the terminal and on the play page alike (its text box says so)
+
+
 class CommandError(UsageError, ValueError):
     """A chat line that cannot be used; the message is one sentence for the player."""
 
@@ -66,6 +69,10 @@ def parse_command(line: str) -> Command | None:
     text = line.strip()
     if not text:
         return None
+    if len(text) > MAX_LINE:
+        raise CommandError(
+            f"that is {len(text):,} characters long; at most {MAX_LINE:,} fit in one turn, so nothing was sent"
+        )
     problem = unstorable(text)
     if problem is not None:
         raise CommandError(f"the line {problem}, which a story cannot store; type it again without it")

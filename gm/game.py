@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from sqlalchemy.exc import IntegrityError
 
@@ -39,6 +39,15 @@ from gm.worlddef import World, world_from_data
 log = logging.getLogger(__name__)
 
 CACHED_WORLDS = 1024  # stories whose built World is kept (about 20 KB each); the rest are rebuilt when played
+
+
+@runtime_checkable
+class PlaysOneWorld(Protocol):
+    """A model that must know the story's world to play its game master, such as `gm.rehearsal.RehearsalModel`."""
+
+    def for_world(self, world: World) -> ChatModel:
+        """The model playing a story of `world`."""
+        ...
 
 
 class Game:
@@ -139,8 +148,8 @@ class Game:
         result = await play_round(
             self.store,
             story_id,
-            self.world(story_id),  # also raises StoryNotFound for an unknown id
-            self.model,
+            world := self.world(story_id),  # also raises StoryNotFound for an unknown id
+            self._model_for(world),
             text,
             settings=self.settings,
             source=self.source,
@@ -157,8 +166,8 @@ class Game:
         result = await play_round(
             self.store,
             story_id,
-            self.world(story_id),  # also raises StoryNotFound for an unknown id
-            self.model,
+            world := self.world(story_id),  # also raises StoryNotFound for an unknown id
+            self._model_for(world),
             "",
             settings=self.settings,
             source=self.source,
@@ -168,6 +177,13 @@ class Game:
         )
         self._remember(story_id)
         return result
+
+    def _model_for(self, world: World) -> ChatModel:
+        """The game master's model for a story of `world`: a model that plays one world at a time (the
+        rehearsal stand-in) is bound to it here, so one Game serves stories of many worlds."""
+        if isinstance(self.model, PlaysOneWorld):
+            return self.model.for_world(world)
+        return self.model
 
     async def settle(self) -> None:
         """Wait for memory work in progress (call before exiting)."""

@@ -140,7 +140,10 @@ class ModelSettings:
         if not base_url and not api_key:
             missing.append("OPENAI_BASE_URL to an OpenAI-compatible server (or OPENAI_API_KEY to use OpenAI)")
         if missing or model is None:
-            raise ModelNotConfigured(f"The model is not configured: set {' and '.join(missing)}.")
+            raise ModelNotConfigured(
+                f"The model is not configured: set {' and '.join(missing)}; "
+                "or try gm offline with --model rehearsal (a stand-in that needs no model)."
+            )
         return cls(base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=model, tools=tools)
 
 

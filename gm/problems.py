@@ -9,6 +9,7 @@ find the rest.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import json
 import os
@@ -43,11 +44,13 @@ class Problem:
 
     @property
     def where(self) -> str:
-        """The file (if named) and the JSON path, as an author would look them up."""
-        return f"{self.file} {self.path}" if self.file else self.path
+        """The file (if named) and the JSON path, as an author would look them up; the path `$` (the
+        whole file, such as a syntax error's) is left out, since it tells an author nothing."""
+        path = "" if self.path == "$" else self.path
+        return " ".join(part for part in (self.file, path) if part)
 
     def __str__(self) -> str:
-        return f"{self.severity}: {self.where}: {self.message}"
+        return f"{self.severity}: {self.where}: {self.message}" if self.where else f"{self.severity}: {self.message}"
 
 
 class ProblemsError(UsageError, ValueError):
@@ -59,7 +62,8 @@ class ProblemsError(UsageError, ValueError):
         errors = [problem for problem in problems if problem.severity == "error"]
         first = errors[0] if errors else problems[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        super().__init__(f"{source}: {first.where}: {first.message}{more}")
+        where = f"{first.where}: " if first.where else ""
+        super().__init__(f"{source}: {where}{first.message}{more}")
 
     @property
     def errors(self) -> list[Problem]:
@@ -142,7 +146,10 @@ def describe(error: ValidationError) -> str:
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(found) - set(allowed)) if isinstance(found, dict) else []
         names = ", ".join(_shown(name) for name in extra)  # quoted and cut short: a name may be anything
-        return f"{names} {'is' if len(extra) == 1 else 'are'} not known here; expected only {', '.join(allowed)}"
+        known = f"{names} {'is' if len(extra) == 1 else 'are'} not known here"
+        guesses = [f"'{close[0]}'" for name in extra if (close := _close_names(name, allowed))]
+        guess = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
+        return f"{known}{guess} (expected only {', '.join(allowed)})"
     if kind == "type":
         kinds = expected if isinstance(expected, list) else [expected]
         named = " or ".join(_TYPE_NAMES.get(str(name), str(name)) for name in kinds)
@@ -173,6 +180,15 @@ def describe(error: ValidationError) -> str:
     if kind == "maximum":
         return f"{found} is too large, the most allowed is {expected}"
     return str(error.message)
+
+
+def _close_names(name: str, allowed: list[str]) -> list[str]:
+    """The known name an unknown `name` was probably meant to be (a typo, or a case or separator slip)."""
+    folded = {known.casefold().replace("-", "_"): known for known in allowed}
+    same = folded.get(name.casefold().replace("-", "_").replace(" ", "_"))
+    if same is not None:
+        return [same]
+    return difflib.get_close_matches(name, allowed, n=1, cutoff=0.75)
 
 
 def _shown(value: Any) -> str:

@@ -51,6 +51,7 @@ and the API always named them.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -60,6 +61,12 @@ from gm.calendar import story_time
 if TYPE_CHECKING:
     from gm.records import RollRecord, RoundRecord, SeedRecord, Story
     from gm.worlddef import World
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A stored moment with its timezone: SQLite hands back the UTC moments it was given without one."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
 
 RollKind = Literal["check", "dice", "player"]
 Result = Literal["succeeded", "partial", "failed"]
@@ -266,7 +273,7 @@ class StoryPublic(BaseModel):
         return cls(
             id=story.id,
             title=story.title,
-            created_at=story.created_at.isoformat(),
+            created_at=as_utc(story.created_at).isoformat(),
             rounds=story.rounds,
             settings=StorySettings(dice=story.settings.get("dice", "shown"), judge=judge),
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
@@ -297,8 +304,8 @@ class SeedPublic(BaseModel):
             seed=record.seed if revealed else None,  # the secret stays in the database until revealed
             first_roll=record.first_roll,
             last_roll=record.last_roll,
-            committed_at=record.committed_at.isoformat(),
-            revealed_at=record.revealed_at.isoformat() if record.revealed_at else None,
+            committed_at=as_utc(record.committed_at).isoformat(),
+            revealed_at=as_utc(record.revealed_at).isoformat() if record.revealed_at else None,
         )
 
 

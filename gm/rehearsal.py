@@ -12,13 +12,16 @@ A game-master request (one that carries `tools`) is answered from where the roun
 - The round's first call (no tool result since the player's message): if the message carries facts
   (lines "(Fact: ...)", dice the player rolled), a plain narration repeats them and nothing is
   rolled. Otherwise the best-matching check is rolled with `roll_check`, or, when the world offers no
-  roll_check or no check matches, a plain narration says that nothing needed a roll. A check that
+  roll_check or no check matches (and it has no catch-all check), a plain narration says that
+  nothing needed a roll. A check that
   cannot be rolled for the player, or cannot go either way for them, is never asked for; when no
   matching check is left, a plain narration says why of each.
 - After a check roll: `narrate`, with a plain narration naming each roll's check, band and result
   (and a line for a critical band), and one outcome per roll copied from the tool result, so the
-  referee accepts it the first time. After a roll the engine refused, or a void roll (the value fell
-  in no band), a plain narration says what happened, without the roll's id.
+  referee accepts it the first time. Each telling opens with the next of a few phrasings ("Odile
+  tries: ...", "Odile sets about it: ...", ...), so `/regenerate` reads visibly different. After a
+  roll the engine refused, or a void roll (the value fell in no band), a plain narration says what
+  happened, without the roll's id.
 - If the engine refuses the rehearsal's own ending (a refused narrate, or refused plain text), the
   rehearsal would only say the same again, so it raises `RehearsalStuck` (a `ModelError`) and the
   round fails at once with that sentence, instead of spending the round's model calls.
@@ -46,11 +49,12 @@ format, so the engine appends it to the messages as it would a real model's.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gm.errors import RoundFailed
@@ -70,6 +74,7 @@ from gm.prompt import (
 from gm.referee import ROLL_MENTION, TOOL_CALL
 from gm.rehearsal_checks import (
     acting_player,
+    catch_all,
     choose_check,
     edge_for,
     opponent_for,
@@ -85,6 +90,13 @@ SENTENCE_CHARS = 160  # cap on the player's words quoted in a narration or a rea
 SUMMARY_CHARS = 300  # cap on a round's summary
 FOLD_CHARS = 600  # cap on a folded running summary (its newest part is kept)
 
+# How a check narration opens, with the player's words and without; told in turn (see `_narrate`).
+PHRASINGS = (
+    ("tries", "acts"),
+    ("sets about it", "moves"),
+    ("takes a breath and goes for it", "goes for it"),
+)
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # What the referee refuses in a narration, neutralised in quoted words: tool JSON, tool calls, roll ids.
 _JSON_OPENING = re.compile(r"\{")
@@ -95,14 +107,39 @@ class RehearsalStuck(RoundFailed):
     """The engine refused the rehearsal's own ending; saying it again would not help, so the round fails."""
 
 
+@dataclass
+class _Counts:
+    """What a rehearsal model and the views it hands out for each world count together."""
+
+    calls: int = 0  # completions answered, for the generated tool call ids
+    tellings: int = 0  # check narrations written, to turn to the next phrasing each time
+
+
 class RehearsalModel:
-    """A `ChatModel` that plays the game master of `world` (and its memory keeper) offline; see the module."""
+    """A `ChatModel` that plays the game master of `world` (and its memory keeper) offline; see the module.
+
+    Made without a world (as `gm serve --model rehearsal` does), it plays each story's own world:
+    `Game` asks `for_world` for a view bound to the story's world before each round. Without one, a
+    game-master request fails the round with one sentence.
+    """
 
     name = "rehearsal"
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World | None = None) -> None:
         self.world = world
-        self.calls = 0  # completions answered, for the generated tool call ids
+        self._counts = _Counts()
+
+    @property
+    def calls(self) -> int:
+        """Completions answered so far, by this model and the views `for_world` made of it."""
+        return self._counts.calls
+
+    def for_world(self, world: World) -> RehearsalModel:
+        """The same rehearsal playing `world`: it shares this model's counts, so tool call ids stay unique
+        and each telling takes the next phrasing."""
+        view = copy.copy(self)  # shallow: the counts are shared, and a subclass stays itself
+        view.world = world
+        return view
 
     async def complete(
         self,
@@ -113,7 +150,7 @@ class RehearsalModel:
     ) -> Completion:
         """The rehearsal's next message: tool calls or plain text, never a network request."""
         started = time.perf_counter()
-        self.calls += 1
+        self._counts.calls += 1
         content: str | None
         tool_calls: list[ToolCall]
         last_user = next((_content(m) for m in reversed(messages) if m.get("role") == "user"), "")
@@ -148,6 +185,9 @@ class RehearsalModel:
     def _game_master(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> tuple[str | None, list[ToolCall]]:
+        world = self.world
+        if world is None:
+            raise RehearsalStuck("The rehearsal model has no world to play; give it one (RehearsalModel(world)).")
         at = _player_message(messages)
         turn = read_player_turn(_content(messages[at]) if at is not None else "")
         after = list(messages[at + 1 :]) if at is not None else list(messages)
@@ -158,10 +198,12 @@ class RehearsalModel:
         results = [(name, result) for name, result in every if name != "advance_time"]
         if not results:
             if "advance_time" in _tool_names(tools) and not any(name == "advance_time" for name, _ in every):
-                advance = self._time_passing(messages, turn.text)
+                advance = self._time_passing(world, messages, turn.text)
                 if advance is not None:
                     return None, [self._call("advance_time", asdict(advance))]
-            return self._first_call(turn.text, turn.facts, tools)
+            # Words that only let time pass ("I wait until nightfall") are no risky action: no catch-all for them.
+            waited = any(name == "advance_time" and "now" in result for name, result in every)
+            return self._first_call(world, turn.text, turn.facts, tools, catch_all_ok=not waited)
         name, last = results[-1]
         if name == "narrate" and "error" in last:
             raise RehearsalStuck(f"The rehearsal model's narration was refused ({_clause(str(last['error']))}).")
@@ -184,7 +226,13 @@ class RehearsalModel:
         return f"{MARK} {said}Nothing was settled by a check.", []
 
     def _first_call(
-        self, speech: str, facts: Sequence[str], tools: Sequence[Mapping[str, Any]]
+        self,
+        world: World,
+        speech: str,
+        facts: Sequence[str],
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        catch_all_ok: bool = True,
     ) -> tuple[str | None, list[ToolCall]]:
         """The round's first answer: the facts told, a check rolled, or plain text saying nothing needed a roll."""
         said = _lead(_safe(_first_sentence(speech)))
@@ -199,14 +247,17 @@ class RehearsalModel:
         if facts:
             told = " ".join(_safe(fact.rstrip(".")) + "." for fact in facts)
             return f"{MARK} {said}The player's own dice decide it: {told} Nothing else needed a roll.", []
-        if "roll_check" not in _tool_names(tools) or self.world.rules is None or not self.world.rules.checks:
+        if "roll_check" not in _tool_names(tools) or world.rules is None or not world.rules.checks:
             return f"{MARK} {said}Nothing here needed a roll: this world has no checks, so the story goes on.", []
-        chosen = choose_check(self.world, speech)
+        chosen = choose_check(world, speech, catch_all_ok=catch_all_ok)
         if chosen is None:
-            matching = ranked_checks(self.world, speech)
-            if not matching:
+            who = acting_player(world, speech)
+            fallback = catch_all(world) if catch_all_ok else None
+            matching = [check for check in ranked_checks(world, speech) if check != fallback]
+            if fallback is not None:
+                matching.append(fallback)  # its reason is told last: it was tried last
+            elif not matching:
                 return f"{MARK} {said}Nothing here needed a roll: no check of this world matches these words.", []
-            who = acting_player(self.world, speech)
             reasons = "; ".join(filter(None, (why_not_rolled(check, who) for check in matching)))
             return f"{MARK} {said}Nothing was rolled: {_safe(reasons)}.", []
         check, character = chosen
@@ -220,17 +271,17 @@ class RehearsalModel:
             arguments["target"] = target
         if (edge := edge_for(check, speech)) is not None:
             arguments["edge"] = edge
-        if check.opposed and (opponent := opponent_for(self.world, check, character, speech)) is not None:
+        if check.opposed and (opponent := opponent_for(world, check, character, speech)) is not None:
             arguments["opponent"] = opponent.name
         return None, [self._call("roll_check", arguments)]
 
-    def _time_passing(self, messages: Sequence[Mapping[str, Any]], speech: str) -> Advance | None:
+    def _time_passing(self, world: World, messages: Sequence[Mapping[str, Any]], speech: str) -> Advance | None:
         """The advance_time the player's words ask for (`gm.rehearsal_time`), given the clock in the prompt."""
         system = next((_content(m) for m in messages if m.get("role") == "system"), "")
         clock = read_clock(system)
-        if self.world.calendar is None or clock is None:
+        if world.calendar is None or clock is None:
             return None
-        return time_wanted(speech, self.world.calendar, clock)
+        return time_wanted(speech, world.calendar, clock)
 
     def _told_time(
         self, messages: Sequence[Mapping[str, Any]], content: str | None, calls: list[ToolCall]
@@ -257,16 +308,19 @@ class RehearsalModel:
         return content, told
 
     def _call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
-        return ToolCall(f"rehearsal_{self.calls}", name, json.dumps(arguments))
+        return ToolCall(f"rehearsal_{self._counts.calls}", name, json.dumps(arguments))
 
     def _narrate(self, speech: str, rolled: list[dict[str, Any]]) -> dict[str, Any]:
         lines: list[str] = []
         outcomes: list[dict[str, Any]] = []
         said = _safe(_first_sentence(speech))
+        # Each telling takes the next phrasing, so /regenerate reads visibly different from the telling before.
+        opening, bare = PHRASINGS[self._counts.tellings % len(PHRASINGS)]
+        self._counts.tellings += 1
         for result in rolled:
             check = self._check_name(str(result.get("check")))
             who = str(result["character"])
-            attempt = f"{who} tries: {said}" if said else f"{who} acts."
+            attempt = f"{who} {opening}: {said}" if said else f"{who} {bare}."
             against = f" against {result['opponent']}" if result.get("opponent") else ""
             edge = f" with {result['edge']}" if result.get("edge") else ""
             lines.append(f"{MARK} {attempt} {check}{against}{edge}: {result['band']} ({result['result']}).")
@@ -284,7 +338,7 @@ class RehearsalModel:
         return {"narration": "\n".join(lines), "outcomes": outcomes}
 
     def _check_name(self, key: str) -> str:
-        if self.world.rules is not None and key in self.world.rules:
+        if self.world is not None and self.world.rules is not None and key in self.world.rules:
             return self.world.rules[key].name
         return key
 

@@ -4,13 +4,21 @@ Which check (`choose_check`): the player's words and each check's key, name and 
 sets of words: lower case, split on anything but letters and digits (so `pick_lock` is two words),
 words of one letter and very common words (`COMMON_WORDS`: articles, pronouns, prepositions,
 auxiliaries, "try") dropped, and crudely stemmed (`stem`: a trailing "ing" or "ed", then a doubled
-final consonant, or a trailing "s" but not "ss", so picks, picked and picking all become pick).
+final consonant, or a trailing "s" but not "ss"; then a final silent "e", so picks, picked and picking
+all become pick, and hide, hides and hiding all become hid).
 A check scores the number of distinct words it shares with the player's text. The highest score
 wins, ties going to the check listed first in dice.json; a check that scores 0 is never rolled. If
 the character cannot be rolled for with a check (it lacks the check's modifier variable), or no roll
 of it could go either way for them (`gm.chances.can_go_either_way`: an absolute check their modifier
 puts beyond every band edge, or an over/under check certain at every target), the next best check
 that scores above 0 is tried.
+
+The catch-all (`catch_all`): when no check that shares a word can be rolled, the world's catch-all
+check is rolled instead, if it has one that can be: the first check whose `use` says it covers any
+action, that is, has the word "any" and later in the same sentence "action" or "actions" ("Any risky
+action no other check covers: ..."). So "I sneak past the guard" in harbour-heist rolls its Risky
+attempt although no word of it matches. Words that only let time pass (the round moved the story's
+clock, as "I wait until nightfall" does) roll no catch-all: waiting is no risky action.
 
 Who: the first character with the role "player"; with several, the player named in the text (the
 earliest named, as a whole word, ignoring case), else the first.
@@ -78,7 +86,8 @@ def words(text: str) -> frozenset[str]:
 
 def stem(word: str) -> str:
     """A crude stem: "ing" (3 letters left) or "ed" (4 left) dropped, then a doubled final consonant
-    (not l, s or z) halved; or else a final "s" (3 letters left, not "ss") dropped."""
+    (not l, s or z) halved; or else a final "s" (3 letters left, not "ss") dropped, and then a final
+    "e" (3 letters left, not "ee"), so that "hide" meets "hiding" at "hid"."""
     for ending, left in (("ing", 3), ("ed", 4)):
         if word.endswith(ending) and len(word) - len(ending) >= left:
             word = word[: -len(ending)]
@@ -86,7 +95,9 @@ def stem(word: str) -> str:
                 word = word[:-1]
             return word
     if word.endswith("s") and not word.endswith("ss") and len(word) - 1 >= 3:
-        return word[:-1]
+        word = word[:-1]
+    if word.endswith("e") and not word.endswith("ee") and len(word) - 1 >= 3:
+        word = word[:-1]
     return word
 
 
@@ -121,15 +132,33 @@ def acting_player(world: World, text: str) -> Character:
     return min(named, key=lambda item: item[0])[1] if named else players[0]
 
 
-def choose_check(world: World, text: str) -> tuple[Check, Character] | None:
+_CATCH_ALL = re.compile(r"\bany\b[^.;:!?]*\bactions?\b", re.IGNORECASE)
+
+
+def is_catch_all(check: Check) -> bool:
+    """Whether `check` is a catch-all: its `use` says it covers any action (see the module docstring)."""
+    return _CATCH_ALL.search(check.use) is not None
+
+
+def catch_all(world: World) -> Check | None:
+    """The world's catch-all check: the first whose `use` says it covers any action; None if none does."""
+    if world.rules is None:
+        return None
+    return next((check for check in world.rules.checks if is_catch_all(check)), None)
+
+
+def choose_check(world: World, text: str, *, catch_all_ok: bool = True) -> tuple[Check, Character] | None:
     """The best-matching check that can be rolled for the acting player, and go either way for them,
-    and that player; None if none."""
+    and that player; else (unless `catch_all_ok` is False) the world's catch-all, if it can be; None if neither."""
     character = acting_player(world, text)
     for check in ranked_checks(world, text):
         if why_not_rolled(check, character) is None and (
             not check.opposed or opponent_for(world, check, character, text) is not None
         ):
             return check, character
+    fallback = catch_all(world) if catch_all_ok else None
+    if fallback is not None and why_not_rolled(fallback, character) is None:
+        return fallback, character
     return None
 
 
@@ -137,7 +166,7 @@ def edge_for(check: Check, text: str) -> Edge | None:
     """The edge the player's words ask for, if the check declares dice for it."""
     said = words(text)
     for edge in ("disadvantage", "advantage"):
-        if edge in said and check.dice_for(edge) is not None:
+        if stem(edge) in said and check.dice_for(edge) is not None:  # `words` stems: "disadvantag"
             return edge
     return None
 

@@ -275,23 +275,39 @@ def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
             expression = dice.parse(raw["dice"])
         except dice.DiceError as error:
             problems.append(Problem(f"{path}.dice", str(error)))
+    # Read defensively: these are found even in a check the schema refuses in part, so one run lists them all.
+    problems.extend(_band_problems(raw.get("bands") if isinstance(raw, dict) else None, path))
     if not schema_ok:
         return problems
     reading_ok = _reading_problems(raw, path, expression, problems)
     table = table_problems(raw, path, expression)
     problems.extend(table)
-    labels: dict[str, int] = {}
-    for number, band in enumerate(raw["bands"]):
-        band_path = f"{path}.bands[{number}]"
-        if "min" in band and "max" in band and band["min"] > band["max"]:
-            problems.append(Problem(band_path, f"min {band['min']} is above max {band['max']}"))
-        folded = band["label"].strip().casefold()
-        if folded in labels:
-            message = f"the label '{band['label']}' is already used by bands[{labels[folded]}]"
-            problems.append(Problem(f"{band_path}.label", message))
-        labels.setdefault(folded, number)
     if expression is not None and reading_ok and not any(problem.severity == "error" for problem in table):
         problems.extend(coverage_problems(_build_check(raw, expression), path))
+    return problems
+
+
+def _band_problems(bands: Any, path: str) -> list[Problem]:
+    """A band whose min is above its max, and a label used twice (ignoring case), wherever they can be read."""
+    problems: list[Problem] = []
+    if not isinstance(bands, list):
+        return problems
+    labels: dict[str, int] = {}
+    for number, band in enumerate(bands):
+        if not isinstance(band, dict):
+            continue
+        band_path = f"{path}.bands[{number}]"
+        low, high = band.get("min"), band.get("max")
+        if isinstance(low, int) and isinstance(high, int) and low > high:  # true and false are refused as ints
+            problems.append(Problem(band_path, f"min {low} is above max {high}"))
+        label = band.get("label")
+        if not isinstance(label, str) or not label.strip():
+            continue
+        folded = label.strip().casefold()
+        if folded in labels:
+            message = f"the label '{label}' is already used by bands[{labels[folded]}]"
+            problems.append(Problem(f"{band_path}.label", message))
+        labels.setdefault(folded, number)
     return problems
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, create_engine, select
 
 from gm.chain import genesis, roll_hash
-from gm.errors import Conflict, LeaseLost, NotFound, RoundFailed
+from gm.errors import Conflict, LeaseLost, NotFound, RoundFailed, UsageError
 from gm.migrations import upgrade
 from gm.public import RollPublic
 from gm.records import (
@@ -46,6 +47,7 @@ from gm.records import (
 from gm.text import storable, unstorable
 
 __all__ = [
+    "AmbiguousStory",
     "Attempt",
     "MemoryEntry",
     "ModelCall",
@@ -76,6 +78,14 @@ class StoryNotFound(NotFound, LookupError):
 
     def __init__(self, story_id: str) -> None:
         super().__init__(f"there is no story '{story_id}'")
+
+
+class AmbiguousStory(UsageError):
+    """A shortened story id that is the start of more than one story's id."""
+
+
+SHORT_ID = 6  # the fewest characters of a story's id that may stand for it
+_ID_PREFIX = re.compile(r"^[0-9a-f]+$")
 
 
 class ChainMoved(RoundFailed):
@@ -163,6 +173,26 @@ class Store:
             if found is None:
                 raise StoryNotFound(story_id)
             return found
+
+    def find_story_id(self, typed: str) -> str:
+        """The id of the story `typed` names: its whole id, or a unique start of it of at least `SHORT_ID`
+        characters (ids are lower-case hex; case is ignored). Raises `StoryNotFound`, or `AmbiguousStory`
+        naming two of the stories a prefix fits."""
+        wanted = typed.strip().lower()
+        with self.session() as session:
+            if session.get(Story, wanted) is not None:
+                return wanted
+            if len(wanted) < SHORT_ID or not _ID_PREFIX.match(wanted):
+                raise StoryNotFound(typed)
+            query = select(Story.id).where(col(Story.id).startswith(wanted)).order_by(col(Story.id)).limit(2)
+            found = list(session.exec(query))
+        if not found:
+            raise StoryNotFound(typed)
+        if len(found) > 1:
+            raise AmbiguousStory(
+                f"'{wanted}' is the start of more than one story's id ({found[0]}, {found[1]}...); type more of it"
+            )
+        return found[0]
 
     def stories(self) -> list[Story]:
         with self.session() as session:

@@ -85,7 +85,8 @@ def test_target_rules_apply() -> None:
 
 
 def test_json_form() -> None:
-    data = check_odds(rules_with(dice="1d20", compare="over"), target=15, modifier=2).to_json()
+    chances = check_odds(rules_with(dice="1d20", compare="over"), target=15, modifier=2)
+    data = chances.to_json(exact=True)
     assert data["check"] == "c" and data["target"] == 15 and data["modifier"] == 2
     assert data["bands"][0] == {
         "label": "Critical failure",
@@ -94,3 +95,6 @@ def test_json_form() -> None:
         "probability": "3/20",
     }
     assert data["distribution"]["1"] == "1/20" and data["void"] == "0"
+    decimals = chances.to_json()  # by default: decimals
+    assert decimals["bands"][0]["probability"] == 0.15 and decimals["void"] == 0.0
+    assert decimals["distribution"]["1"] == 0.05 and decimals["mean"] == 10.5

@@ -74,13 +74,26 @@ def test_bad_input_is_one_error_line_and_exit_2(arguments: tuple[str, ...], word
     assert_one_error_line(gm(*arguments), *words)
 
 
-def test_odds_json_is_exact() -> None:
-    result = gm("odds", "3d6", "--json")
+def test_odds_json_is_exact_when_asked() -> None:
+    result = gm("odds", "3d6", "--json", "--exact")
     assert result.returncode == 0
     data = json.loads(result.stdout)
     assert (data["min"], data["max"], data["mean"]) == (3, 18, "21/2")
     assert data["distribution"]["3"] == "1/216" and data["distribution"]["10"] == "1/8"  # 27 of 216 ways
     assert sum(Fraction(value) for value in data["distribution"].values()) == 1
+
+
+def test_odds_json_is_decimal_and_small_for_wide_dice() -> None:
+    result = gm("odds", "100d1000", "--json")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout) < 1_000_000  # exact fractions of every value took 57 MB
+    data = json.loads(result.stdout)
+    assert (data["min"], data["max"], data["mean"]) == (100, 100_000, 50_050.0)
+    assert data["distribution"]["50050"] == pytest.approx(0.000138, rel=0.01)  # about 1 / (sd * sqrt(2 pi))
+    assert data["omitted"]["values"] + len(data["distribution"]) == 99_901
+    assert data["omitted"]["probability"] < 1e-5
+    refused = gm("odds", "2d6", "--exact")
+    assert refused.returncode == 2 and "add --json" in refused.stderr
 
 
 def test_odds_histogram_has_a_row_per_value() -> None:
@@ -93,7 +106,7 @@ def test_odds_histogram_has_a_row_per_value() -> None:
 
 
 def test_odds_of_a_check() -> None:
-    result = gm("odds", EXAMPLE, "attempt", "--target", "15", "--modifier", "2", "--json")
+    result = gm("odds", EXAMPLE, "attempt", "--target", "15", "--modifier", "2", "--json", "--exact")
     data = json.loads(result.stdout)
     probabilities = {band["label"]: band["probability"] for band in data["bands"]}
     assert probabilities["Critical failure"] == "3/20"  # faces 1-3: 1 + 2 - 15 = -12 .. -10
@@ -205,7 +218,7 @@ def test_check_a_world_with_broken_json_is_one_error_line(tmp_path: Path) -> Non
 
 def test_odds_for_a_character_takes_its_modifier(tmp_path: Path) -> None:
     world = write_world(tmp_path / "world", MARA_AND_TOMAS)
-    result = gm("odds", world, "attempt", "--target", "12", "--character", "mara", "--json")
+    result = gm("odds", world, "attempt", "--target", "12", "--character", "mara", "--json", "--exact")
     assert result.returncode == 0, result
     data = json.loads(result.stdout)
     assert (data["character"], data["modifier"]) == ("Mara", 3)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from gm.commands import CommandError, RollDice, Say, SetDice, Simple, parse_command
+import pytest
+from command_line import gm
+
+from gm.commands import MAX_LINE, CommandError, RollDice, Say, SetDice, Simple, parse_command
 
 
 def test_plain_text_is_for_the_game_master() -> None:
@@ -56,3 +59,21 @@ def test_the_other_commands() -> None:
         Simple("quit"),
         Simple("quit"),
     ]
+
+
+def test_a_turn_holds_at_most_max_line_characters() -> None:
+    assert MAX_LINE == 4000  # the play page's text box and the API say the same (tests/test_play_page.py)
+    assert parse_command("a" * MAX_LINE) == Say("a" * MAX_LINE)
+    assert parse_command(f"  {'a' * MAX_LINE}  \n") == Say("a" * MAX_LINE)  # spaces around do not count
+    with pytest.raises(CommandError, match=r"^that is 4,001 characters long; at most 4,000 fit in one turn"):
+        parse_command("a" * (MAX_LINE + 1))
+
+
+def test_the_terminal_refuses_an_overlong_turn_and_sends_nothing(tmp_path: Path) -> None:
+    world = Path(__file__).resolve().parent.parent / "worlds" / "tea-house"
+    env = {"GM_DATABASE_URL": f"sqlite:///{tmp_path / 'gm.db'}"}
+    played = gm("play", world, "--model", "rehearsal", stdin="x" * 5000 + "\nI pour the tea.\n", env=env)
+    assert played.returncode == 0
+    assert "error: that is 5,000 characters long; at most 4,000 fit in one turn" in played.stderr
+    shown = gm("stories", env=env).stdout
+    assert " 1 round  The Second Pot" in shown  # only the second line was played

@@ -128,23 +128,56 @@ def test_successes_of_kept_dice_by_hand() -> None:
     assert dict(mixed.items()) == {0: Fraction(2, 3), 1: Fraction(1, 3)}
 
 
-def test_odds_to_json() -> None:
-    assert odds("1d4").to_json() == {
+def test_odds_to_json_exact() -> None:
+    assert odds("1d4").to_json(exact=True) == {
         "min": 1,
         "max": 4,
         "mean": "5/2",
         "exact": True,
         "distribution": {"1": "1/4", "2": "1/4", "3": "1/4", "4": "1/4"},
     }
-    data = odds("2d6-1").to_json()
+    data = odds("2d6-1").to_json(exact=True)
     assert (data["min"], data["max"], data["mean"]) == (1, 11, "6")
     assert data["distribution"]["6"] == "1/6"
     assert data["distribution"]["1"] == "1/36"
     assert len(data["distribution"]) == 11
-    assert odds("5").to_json() == {"min": 5, "max": 5, "mean": "5", "exact": True, "distribution": {"5": "1"}}
-    hits = odds("2d6", hit=6).to_json()
+    assert odds("5").to_json(exact=True) == {"min": 5, "max": 5, "mean": "5", "exact": True, "distribution": {"5": "1"}}
+    hits = odds("2d6", hit=6).to_json(exact=True)
     assert hits["hit"] == 6
     assert hits["distribution"] == {"0": "25/36", "1": "5/18", "2": "1/36"}
+
+
+def test_odds_to_json_in_decimals_leaves_out_the_unlikely_and_counts_them() -> None:
+    assert odds("2d6").to_json() == {
+        "min": 2,
+        "max": 12,
+        "mean": 7.0,
+        "exact": True,
+        "distribution": {
+            "2": 0.0277778,
+            "3": 0.0555556,
+            "4": 0.0833333,
+            "5": 0.111111,
+            "6": 0.138889,
+            "7": 0.166667,
+            "8": 0.138889,
+            "9": 0.111111,
+            "10": 0.0833333,
+            "11": 0.0555556,
+            "12": 0.0277778,
+        },
+    }
+    wide = odds("10d100")  # 10 ** 20 ways: the extremes are one in 10 ** 20
+    data = wide.to_json()
+    shown = {int(value): chance for value, chance in data["distribution"].items()}
+    least = min(shown.values())
+    assert least >= 1e-9 and 10 not in shown and 1000 not in shown
+    hidden = [value for value, chance in wide.items() if value not in shown]
+    assert data["omitted"]["values"] == len(hidden) > 0
+    exact_hidden = sum(wide.probability(value) for value in hidden)
+    assert data["omitted"]["probability"] == pytest.approx(float(exact_hidden), rel=1e-5)
+    assert all(float(wide.probability(value)) < 1e-9 for value in hidden)
+    assert sum(shown.values()) + data["omitted"]["probability"] == pytest.approx(1, abs=1e-5)
 
 
 def test_text_and_expression_give_the_same_odds() -> None:
@@ -182,7 +215,7 @@ def test_estimate_over_budget(notation: str) -> None:
     assert estimate.exact is False
     assert estimate.samples == 20_000
     assert_close(estimate, odds(expression))
-    data = estimate.to_json()
+    data = estimate.to_json(exact=True)
     assert data["exact"] is False and data["samples"] == 20_000
     assert sum(Fraction(chance) for chance in data["distribution"].values()) == 1
     # Seeded: the same question gets the same answer.

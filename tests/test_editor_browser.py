@@ -217,6 +217,28 @@ def test_the_editor_works_without_scripts(browser: Any, worlds: Path) -> None:
     assert saved["checks"][1]["bands"][2] == {"label": "Partial success", "min": 0, "max": 2, "result": "partial"}
 
 
+def test_the_hit_field_shows_only_for_a_successes_check(browser: Any, worlds: Path) -> None:
+    expect = sync_api().expect
+    with serving(worlds) as base, opened_page(browser) as (page, problems):
+        page.goto(f"{base}/worlds/harbour-heist/dice")
+        attempt = page.locator("#checks-0")
+        expect(attempt.get_by_label("Reading")).to_have_value("total")
+        expect(attempt.get_by_label("Hit")).to_be_hidden()  # a total check: Hit means nothing
+        expect(attempt.get_by_label("Dice")).to_be_visible()
+        attempt.get_by_label("Reading").select_option("successes")
+        expect(attempt.get_by_label("Hit")).to_be_visible()
+        attempt.get_by_label("Hit").fill("15")
+        attempt.get_by_label("Reading").select_option("total")
+        expect(attempt.get_by_label("Hit")).to_be_visible()  # holding a value, it stays, so its error is seen
+        attempt.get_by_label("Hit").fill("")
+        attempt.get_by_label("Reading").select_option("total")
+        expect(attempt.get_by_label("Hit")).to_be_hidden()
+        assert problems == []
+    with serving(worlds) as base, opened_page(browser, scripts=False) as (page, _):
+        page.goto(f"{base}/worlds/harbour-heist/dice")  # without scripts the page as served says the same
+        expect(page.locator("#checks-0").get_by_label("Hit")).to_be_hidden()
+
+
 def test_an_author_edits_naturals_edges_and_an_opposed_check_live(browser: Any, worlds: Path) -> None:
     """Issue 16's table rules as form fields: an edge's strip, a natural added with its mistake shown
     beside it as it is typed, an opposed strip against the opponent picked, and the save."""

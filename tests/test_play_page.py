@@ -353,3 +353,52 @@ def test_starting_a_story_with_the_servers_api_token(browser: Any, store: Store,
         page.goto(f"{base}/")
         expect(page.locator("#saved-list a")).to_have_text(["The Harbour Job"])
         expect(page.get_by_label("This server's API token")).to_have_value("s3cret")
+
+
+def test_the_start_page_tells_worlds_and_stories_apart(browser: Any, store: Store, worlds: Path) -> None:
+    """Each world shows its premise and has its start button on a line of its own; two stories of one
+    world are listed with the date each began and its round count; the text box's limit is stated."""
+    expect = sync_api().expect
+    long_title = shutil.copytree(worlds / "harbour", worlds / "long")
+    data = json.loads((long_title / "world.json").read_text())
+    (long_title / "world.json").write_text(json.dumps({**data, "title": "Low Water"}))  # a short title: room beside
+    script = [reply("The fog thickens."), reply("Gulls cry.")]
+    with serving(store, worlds, script, faces=[]) as (base, _), opened_page(browser) as (page, problems):
+        page.goto(f"{base}/")
+        harbour = page.locator("li.world", has_text="The Harbour Job")
+        expect(harbour.locator(".premise")).to_have_text(data["premise"])
+        for world in (harbour, page.locator("li.world", has_text="Low Water")):
+            dice_box = world.locator("fieldset.dice-choice").bounding_box()
+            fair_box = world.locator("fieldset.fair-choice").bounding_box()
+            button = world.get_by_role("button").bounding_box()
+            assert dice_box and fair_box and button
+            assert button["y"] >= max(dice_box["y"] + dice_box["height"], fair_box["y"] + fair_box["height"])
+        page.screenshot(path=str(ARTIFACTS / "start-page-worlds.png"), full_page=True)
+
+        stories = []
+        for _ in range(2):
+            page.goto(f"{base}/")
+            page.get_by_role("button", name="Start a story in The Harbour Job").click()
+            expect(page.locator("#play")).to_have_attribute("data-ready", "true")
+            stories.append(page.locator("#play").get_attribute("data-story"))
+        text = page.locator("#text")
+        expect(text).to_have_attribute("maxlength", "4000")
+        expect(page.locator("#say .hint")).to_contain_text("Up to 4,000 characters.")
+        for words in ("I wait.", "I wait some more."):
+            expect(page.locator("#status")).to_be_hidden()  # the round before is over
+            text.fill(words)
+            text.press("Enter")
+            expect(page.locator("#rounds > li.round .narration").last).to_have_text(
+                "The fog thickens." if words == "I wait." else "Gulls cry."
+            )
+
+        page.goto(f"{base}/")
+        items = page.locator("#saved-list li")
+        expect(items).to_have_count(2)
+        expect(items.locator("a")).to_have_text(["The Harbour Job", "The Harbour Job"])
+        expect(items.nth(0)).to_contain_text("2 rounds")  # the newest first
+        expect(items.nth(1)).to_contain_text("0 rounds")
+        year = str(store.story(stories[0]).created_at.year)
+        expect(items.nth(0).locator(".meta")).to_contain_text("started ")
+        expect(items.nth(0).locator(".meta")).to_contain_text(year)
+        assert problems == []

@@ -24,8 +24,9 @@ from gm.errors import RoundFailed
 from gm.game import Game
 from gm.public import OutcomePublic, RoundPublic
 from gm.rehearsal import RehearsalModel, RehearsalStuck
-from gm.rehearsal_checks import stem, words
+from gm.rehearsal_checks import catch_all, choose_check, is_catch_all, ranked_checks, score, stem, words
 from gm.round import RoundResult
+from gm.rules import Check, parse_rules
 from gm.store import Store
 from gm.world import load_world
 
@@ -115,7 +116,7 @@ def test_words_are_lower_cased_stemmed_and_common_words_dropped() -> None:
         "pick",
         "lock",
         "harbour",
-        "office",
+        "offic",
         "spot",
     }
     assert [stem(word) for word in ["picked", "swimming", "spotted", "glass", "falling", "speed", "is"]] == [
@@ -126,6 +127,17 @@ def test_words_are_lower_cased_stemmed_and_common_words_dropped() -> None:
         "fall",
         "speed",
         "is",
+    ]
+    # "hide" meets "hiding" (a final silent e goes), but "free" and a short "use" keep theirs
+    assert [stem(word) for word in ["hide", "hides", "hiding", "hid", "free", "use", "closed", "close"]] == [
+        "hid",
+        "hid",
+        "hid",
+        "hid",
+        "free",
+        "use",
+        "clos",
+        "clos",
     ]
 
 
@@ -329,3 +341,36 @@ def test_a_completion_looks_like_a_real_models(bay: Path) -> None:
     assert summary.tool_calls == [] and summary.finish_reason == "stop"
     assert summary.raw_message == {"role": "assistant", "content": "(rehearsal) I wait. Nothing was at stake."}
     assert (summary.usage.prompt_tokens, summary.usage.completion_tokens, summary.usage.estimated) == (22, 11, True)
+
+
+SAMPLE_WORLDS = Path(__file__).resolve().parent.parent / "worlds"
+
+
+@pytest.mark.parametrize("words_said", ["I sneak past the guard.", "I search the warehouse."])
+def test_words_no_check_matches_roll_the_worlds_catch_all(words_said: str) -> None:
+    world = load_world(SAMPLE_WORLDS / "harbour-heist")
+    assert ranked_checks(world, words_said) == []  # no word in common with any check
+    chosen = choose_check(world, words_said)
+    assert chosen is not None and chosen[0].key == "attempt" and chosen[1].name == "Odile"
+
+
+def test_only_a_use_that_covers_any_action_makes_a_catch_all() -> None:
+    def check(use: str) -> Check:
+        return parse_rules({"checks": [{**DICE["checks"][1], "use": use}]}, "test").checks[0]
+
+    assert is_catch_all(check("Any risky action no other check covers."))
+    assert is_catch_all(check("Use it for ANY bold or desperate actions."))
+    assert not is_catch_all(check("Any trained skill when failure would cost something: persuading, acting."))
+    assert not is_catch_all(check("A risky action of any sort."))
+    # ward-nine's checks are all specific, so unmatched words there roll nothing
+    ward = load_world(SAMPLE_WORLDS / "ward-nine")
+    assert catch_all(ward) is None and choose_check(ward, "I sing a song.") is None
+
+
+def test_hiding_matches_a_check_that_says_hide(tmp_path: Path) -> None:
+    world = load_world(SAMPLE_WORLDS / "harbour-heist")
+    rules = {"checks": [{**DICE["checks"][1], "key": "stealth", "name": "Stealth", "use": "To hide from a watcher."}]}
+    folder = write_world(tmp_path / "hidden", WORLD, rules)
+    chosen = choose_check(load_world(folder), "I keep hiding behind the crates.")
+    assert chosen is not None and chosen[0].key == "stealth"
+    assert world.rules is not None and score(world.rules["attempt"], "I keep hiding.") == 1

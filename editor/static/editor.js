@@ -21,6 +21,17 @@
     });
   }
 
+  function showHits() {
+    // Hit only means something for a successes check; an empty one is hidden for a total check.
+    form.querySelectorAll("select[name$='-reading']").forEach(function (select) {
+      var prefix = select.name.slice(0, -"reading".length);
+      var hit = form.querySelector("input[name='" + prefix + "hit']");
+      if (hit && hit.parentElement) {
+        hit.parentElement.hidden = select.value !== "successes" && hit.value.trim() === "";
+      }
+    });
+  }
+
   function markInvalid() {
     form.querySelectorAll("[aria-invalid]").forEach(function (field) {
       field.removeAttribute("aria-invalid");
@@ -74,6 +85,7 @@
   form.addEventListener("input", later);
   form.addEventListener("change", function () {
     showTargets();
+    showHits();
     later();
   });
   form.setAttribute("data-live", "true");

@@ -76,20 +76,50 @@ class Odds:
         """The same distribution with every value moved by `offset` (a modifier)."""
         return Odds(self.lowest + offset, self.counts, self.denominator, self.exact, self.samples, self.hit)
 
-    def to_json(self) -> dict[str, Any]:
-        """`min`, `max`, `mean` and `distribution` with exact fractions as strings; estimates say so."""
-        data: dict[str, Any] = {
-            "min": self.lowest,
-            "max": self.highest,
-            "mean": str(self.mean),
-            "exact": self.exact,
-            "distribution": {str(value): str(chance) for value, chance in self.items()},
-        }
+    def to_json(self, exact: bool = False) -> dict[str, Any]:
+        """`min`, `max`, `mean` and `distribution`; estimates say so (`exact: false`, `samples`).
+
+        By default probabilities are decimals to `DECIMAL_DIGITS` significant digits, and values less
+        likely than `LEAST_SHOWN` are left out (`omitted` counts them and their total chance), so a wide
+        distribution such as 100d1000's stays small. With `exact`, every value is listed with its
+        probability as an exact fraction in a string, and the mean too.
+        """
+        data: dict[str, Any] = {"min": self.lowest, "max": self.highest}
+        if exact:
+            data["mean"] = str(self.mean)
+            data["exact"] = self.exact
+            data["distribution"] = {str(value): str(chance) for value, chance in self.items()}
+        else:
+            weighted = sum(count * index for index, count in enumerate(self.counts))
+            data["mean"] = decimal(self.lowest + weighted / self.denominator)
+            data["exact"] = self.exact
+            shown: dict[str, float] = {}
+            left_out, left_out_ways = 0, 0
+            for index, count in enumerate(self.counts):
+                if not count:
+                    continue
+                chance = count / self.denominator  # true division of ints: correctly rounded, no Fraction
+                if chance >= LEAST_SHOWN:
+                    shown[str(self.lowest + index)] = decimal(chance)
+                else:
+                    left_out, left_out_ways = left_out + 1, left_out_ways + count
+            data["distribution"] = shown
+            if left_out:
+                data["omitted"] = {"values": left_out, "probability": decimal(left_out_ways / self.denominator)}
         if not self.exact:
             data["samples"] = self.samples
         if self.hit is not None:
             data["hit"] = self.hit
         return data
+
+
+DECIMAL_DIGITS = 6  # significant digits of a probability printed as a decimal
+LEAST_SHOWN = 1e-9  # values less likely than one in a billion are left out of decimal odds (and counted)
+
+
+def decimal(number: float) -> float:
+    """`number` to `DECIMAL_DIGITS` significant digits, as JSON prints it."""
+    return float(f"{number:.{DECIMAL_DIGITS}g}")
 
 
 Counts = tuple[int, list[int]]  # (lowest value, ways per value from there)

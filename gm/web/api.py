@@ -75,11 +75,13 @@ def list_worlds(app: ServiceDep) -> list[WorldOut]:
         try:
             world = app.world(name)
         except NotFound as error:  # a world failing its check is listed, but not offered
-            listed.append(WorldOut(name=name, title=name, players=[], checks=0, problem=str(error)))
+            listed.append(WorldOut(name=name, title=name, premise="", players=[], checks=0, problem=str(error)))
             continue
         players = [character.name for character in world.players]
         checks = len(world.rules.checks) if world.rules else 0
-        listed.append(WorldOut(name=name, title=world.title, players=players, checks=checks, problem=None))
+        listed.append(
+            WorldOut(name=name, title=world.title, premise=world.premise, players=players, checks=checks, problem=None)
+        )
     return listed
 
 

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from gm.commands import MAX_LINE
 from gm.web.api import ServiceDep, list_worlds
 
 HERE = Path(__file__).parent
@@ -53,7 +54,7 @@ def start_page(request: Request, app: ServiceDep) -> HTMLResponse:
 @router.get("/play/{story_id}", response_class=HTMLResponse)
 def play_page(request: Request, story_id: str) -> HTMLResponse:
     """The chat page of a story; the same page for any id, since the token is checked by the API calls it makes."""
-    return _page(request, "play.html", {"story_id": story_id})
+    return _page(request, "play.html", {"story_id": story_id, "max_line": MAX_LINE})
 
 
 @router.get("/static/{name}")

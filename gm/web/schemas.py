@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from gm.commands import MAX_LINE
 from gm.public import RoundPublic, StoryPublic
 
 
@@ -111,7 +112,7 @@ class MessageIn(BaseModel):
     """What the player typed: words for the game master, or a command such as `/roll 2d6+1 pick the lock`."""
 
     text: str = Field(
-        min_length=1, max_length=4000, pattern=r"\S", description="at least one character that is not a space"
+        min_length=1, max_length=MAX_LINE, pattern=r"\S", description="at least one character that is not a space"
     )
 
 
@@ -126,6 +127,7 @@ class WorldOut(BaseModel):
 
     name: str = Field(description="the world's folder name, to start a story with")
     title: str = Field(description="the world's title (its folder name when the world is broken)")
+    premise: str = Field(description="the world's premise, in a sentence or two (empty when the world is broken)")
     players: list[str] = Field(description="the characters a player plays")
     checks: int = Field(description="how many dice checks the world has")
     problem: str | None = Field(None, description="why no story can start from this world, or null when one can")

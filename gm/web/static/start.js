@@ -52,6 +52,30 @@ for (const form of document.querySelectorAll("form.start")) {
   });
 }
 
+// Each story started in this browser, with when it began and how many rounds it has, so two stories of
+// one world can be told apart; the date and count come from the API (the story may be played elsewhere).
+function when(moment) {
+  const date = new Date(moment);
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+function rounds(count) {
+  return count === 1 ? "1 round" : `${count} rounds`;
+}
+
+async function describe(story, meta) {
+  const answer = await request(`/api/stories/${encodeURIComponent(story.id)}`, {
+    headers: { Authorization: `Bearer ${story.token}` },
+  });
+  if (!answer.ok) {
+    meta.textContent = answer.status === 404 ? " · not on this server any more" : meta.textContent;
+    return;
+  }
+  const { story: found } = await answer.json();
+  const started = when(found.created_at);
+  meta.textContent = `${started ? ` · started ${started}` : ""} · ${rounds(Number(found.rounds) || 0)}`;
+}
+
 const saved = savedStories();
 if (saved.length) {
   const list = document.getElementById("saved-list");
@@ -60,8 +84,12 @@ if (saved.length) {
     const link = document.createElement("a");
     link.href = `/play/${encodeURIComponent(story.id)}`;
     link.textContent = story.title;
-    item.append(link);
+    const meta = document.createElement("span");
+    meta.className = "meta";
+    meta.textContent = story.at ? ` · started ${when(story.at)}` : "";
+    item.append(link, meta);
     list.append(item);
+    describe(story, meta);
   }
   document.getElementById("saved").hidden = false;
 }
