@@ -7,6 +7,8 @@ import http.client
 import json
 import re
 import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from rounds import narrate_roll, roll_mara
 from gm.compat import EDITS_NOTICE, LOST_MARKER
 from gm.openai_schemas import problems
 from gm.store import Store
-from gm.testing import Step, call, http_error, reply
+from gm.testing import Step, call, http_error, reply, slow
 
 
 @pytest.fixture
@@ -302,3 +304,22 @@ def test_a_chat_goes_on_after_a_restart(store: Store, worlds: Path) -> None:
     with gm_server(store, worlds, [reply("After.")]) as served:  # a new process on the same database
         second = chat(served, [user("a"), gm(first), user("b")])
     assert second.startswith("After.") and marker_of(second)[:2] == marker_of(first)[:2]
+
+
+def test_a_busy_story_and_a_round_failing_mid_stream(store: Store, worlds: Path) -> None:
+    script = [reply("Rain."), slow(reply("Slowly, the fog."), 1.5), http_error(400, "The model does not exist.")]
+    with gm_server(store, worlds, script) as served:
+        opening = chat(served, [user("I wait.")])
+        history = [user("I wait."), gm(opening), user("I wait longer.")]
+        with ThreadPoolExecutor(1) as pool:
+            slow_round = pool.submit(chat, served, history)
+            time.sleep(0.5)
+            with pytest.raises(openai.ConflictError) as busy:
+                chat(served, [*history[:2], user("I shout.")])
+            assert busy.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+            answer = slow_round.result()
+        assert answer.startswith("Slowly, the fog.")
+        with pytest.raises(openai.APIError) as failed:  # the stream has begun: the error comes as OpenAI's event
+            streamed(served, [*history, gm(answer), user("I run.")])
+        assert "model" in failed.value.message
+        assert store.story(marker_of(opening)[0]).rounds == 2
