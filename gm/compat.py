@@ -39,6 +39,9 @@ LOST_MARKER = (
     "This chat has lost gm's story marker (an HTML comment at the end of gm's answers), so gm cannot tell "
     "which story it belongs to; start a new chat to begin a new story."
 )
+NOTHING_TO_CONTINUE = (
+    "gm's answers are whole, so there is nothing to continue; write what you do next, or swipe for a new telling."
+)
 EDITS_NOTICE = "*(gm: earlier messages of this chat were edited or removed; the story plays on as gm told it.)*"
 
 DiceSetting = Literal["shown", "hidden"]
@@ -100,6 +103,7 @@ class ChatRequest:
     player_messages: int = 0
     unmarked_answers: int = 0  # answers after the player's first message that carry no marker
     is_task: bool = False  # an Open WebUI background task, not a player's message
+    answered: bool = False  # gm's answer already follows the player's last message (a "continue")
 
     @property
     def marker(self) -> Marker | None:
@@ -139,6 +143,9 @@ def read_request(messages: Sequence[Any]) -> ChatRequest:
         notes=notes.strip()[:NOTES_CHARS],
         player_messages=roles.count("user"),
         is_task=texts[last_user].lstrip().startswith(TASK_OPENING),
+    )
+    request.answered = any(
+        role == "assistant" and MARKER.search(texts[at]) for at, role in enumerate(roles) if at > last_user
     )
     before: str | None = None
     seen_player = False

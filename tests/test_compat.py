@@ -17,7 +17,7 @@ import pytest
 from compat import REQUEST, cards, chat, gm_server, marker_of, streamed
 from rounds import narrate_roll, roll_mara
 
-from gm.compat import EDITS_NOTICE, LOST_MARKER
+from gm.compat import EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
 from gm.openai_schemas import problems
 from gm.store import Store
 from gm.testing import Step, call, http_error, reply, slow
@@ -323,3 +323,51 @@ def test_a_busy_story_and_a_round_failing_mid_stream(store: Store, worlds: Path)
             streamed(served, [*history, gm(answer), user("I run.")])
         assert "model" in failed.value.message
         assert store.story(marker_of(opening)[0]).rounds == 2
+
+
+def test_chat_commands_and_a_continue(store: Store, worlds: Path) -> None:
+    script = [roll_mara(), narrate_roll("Click."), retell("Click, told again.")]
+    with gm_server(store, worlds, script, faces=[11]) as served:
+        first = chat(served, [user("I pick the lock.")])
+        history = [user("I pick the lock."), gm(first)]
+        helped = chat(served, [*history, user("/help")])
+        assert "!roll" in helped and "/start" in helped and marker_of(helped)[2] == 1
+        shown = chat(served, [*history, user("/open")])
+        assert shown.startswith("<details open><summary>Risky attempt - Mara: Partial success</summary>")
+        again = streamed(served, [*history, user("/regenerate")])
+        assert again.startswith("Click, told again.") and cards(again) == cards(first)
+        with pytest.raises(openai.BadRequestError) as continued:  # SillyTavern's Continue: gm's answer is last
+            chat(served, [*history, {"role": "system", "content": "[Continue your last message]"}])
+        assert continued.value.body["message"] == NOTHING_TO_CONTINUE  # type: ignore[index]
+        with pytest.raises(openai.BadRequestError) as unknown:
+            chat(served, [*history, user("/fly")])
+        assert unknown.value.body["message"] == "there is no command /fly; type /help for the commands"  # type: ignore[index]
+        assert store.story(marker_of(first)[0]).rounds == 1
+
+
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        ([], "messages is empty; send the chat's history ending with the player's message"),
+        (
+            [{"role": "system", "content": "Be kind."}],
+            "the chat has no user message; gm plays a round on the player's last message",
+        ),
+        (["hello"], "messages[0] must be an object with a role"),
+        ([{"role": "user", "content": {"text": "hi"}}], "a message's content must be text or a list of content parts"),
+        ([{"role": "user", "content": "   "}], "the player's message is empty"),
+    ],
+)
+def test_requests_gm_cannot_read_are_one_sentence(
+    store: Store, worlds: Path, messages: list[Any], message: str
+) -> None:
+    with gm_server(store, worlds, []) as served:
+        status, body = raw(
+            served.url,
+            "POST",
+            "/v1/chat/completions",
+            json.dumps({"model": "gm/harbour", "messages": messages}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        assert (status, body["error"]["message"], body["error"]["type"]) == (400, message, "invalid_request_error")
+        assert store.stories() == []

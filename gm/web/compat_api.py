@@ -28,6 +28,7 @@ from gm.commands import HELP, Command, RollDice, Say, SetDice, Simple, parse_com
 from gm.compat import (
     EDITS_NOTICE,
     LOST_MARKER,
+    NOTHING_TO_CONTINUE,
     ChatRequest,
     CompatError,
     ModelName,
@@ -139,6 +140,8 @@ class ChatPlay:
         (None for an Open WebUI background task, which plays nothing)."""
         if self.chat.is_task:
             return None
+        if self.chat.answered:
+            raise CompatError(NOTHING_TO_CONTINUE)
         chat_command(self.chat.player_text)  # bad commands are refused before a story starts
         marker = self.chat.marker
         if marker is None:
