@@ -209,12 +209,21 @@ def answer_text(
     *,
     notice: str = "",
 ) -> str:
-    """gm's answer: a notice if any, the narration, the dice cards when shown, and the marker last."""
+    """gm's answer: a notice if any, the narration, the dice cards when shown, and the marker last.
+
+    The narration's `<`, `>` and `&` are escaped (front ends render them back as text): the model's
+    words must not draw a dice card, or anything else, that the dice did not make.
+    """
     parts = [notice] if notice else []
-    parts.append(narration.strip())
+    parts.append(shown_narration(narration))
     if dice == "shown" and rolls:
         parts.append("\n".join(dice_card(roll) for roll in rolls))
     return "\n\n".join(parts) + "\n\n" + marker
+
+
+def shown_narration(narration: str) -> str:
+    """A narration as it stands in gm's answer: trimmed, its markup characters escaped."""
+    return html.escape(narration.strip(), quote=False)
 
 
 def told_as_stored(told: Told, player_text: str, narration: str) -> bool:
@@ -222,7 +231,7 @@ def told_as_stored(told: Told, player_text: str, narration: str) -> bool:
     if told.player_text is None or not same_text(told.player_text, player_text):
         return False
     answer = " ".join(told.answer.split())
-    return " ".join(narration.split()) in answer
+    return " ".join(shown_narration(narration).split()) in answer
 
 
 def task_answer(title: str) -> str:
