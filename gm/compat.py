@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from gm.errors import NotFound, UsageError
 from gm.public import RollPublic
+from gm.text import storable
 from gm.transcript import card, opened
 
 MODEL_PREFIX = "gm/"
@@ -140,7 +141,7 @@ def read_request(messages: Sequence[Any]) -> ChatRequest:
     notes = " ".join(" ".join(texts[at].split()) for at, role in enumerate(roles) if role in ("system", "developer"))
     request = ChatRequest(
         player_text=texts[last_user].strip(),
-        notes=notes.strip()[:NOTES_CHARS],
+        notes=storable(notes.strip()[:NOTES_CHARS]),  # a NUL would stop the round's model call being stored
         player_messages=roles.count("user"),
         is_task=texts[last_user].lstrip().startswith(TASK_OPENING),
     )

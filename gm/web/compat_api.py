@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", include_in_schema=False)
 CHAT_PATH = "/v1/chat/completions"
 Prepared = tuple[Story, str] | None  # the chat's story and its token; None for a front end's background task
+NOTICE_WINDOW = 20  # gm's newest answers in a history compared with the story for edits
 KEEPALIVE_SECONDS = 10.0  # an SSE comment while a streamed round is played, so proxies keep the line open
 CHAT_HELP = HELP.replace(
     "  /roll NOTATION [what for]  roll your own dice, e.g. /roll 2d6+1 pick the lock",
@@ -220,7 +221,9 @@ class ChatPlay:
         """One line, once per change, when the history no longer holds the story as gm told it."""
         store = self.app.game.store
         own = [told for told in self.chat.told if told.marker.story_id == story.id and told.marker.rounds > 0]
-        rounds = {record.number: record for record in store.rounds(story.id)} if own else {}
+        own = own[-NOTICE_WINDOW:]  # a bound on the work per request, however long the chat
+        after = min((told.marker.rounds for told in own), default=1) - 1
+        rounds = {record.number: record for record in store.rounds(story.id, after=after)} if own else {}
         changed = []
         for told in own:
             record = rounds.get(told.marker.rounds)
