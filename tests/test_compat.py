@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,14 +20,6 @@ from gm.compat import EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
 from gm.openai_schemas import problems
 from gm.store import Store
 from gm.testing import Step, call, http_error, reply, slow
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def user(text: str) -> dict[str, Any]:

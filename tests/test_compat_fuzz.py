@@ -5,11 +5,9 @@ PostgreSQL, in process (TestClient), with the in-process fake playing the game m
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
 from compat import RESPONSE
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -19,14 +17,6 @@ from gm.compat import marker_text
 from gm.openai_schemas import problems
 from gm.store import Store
 from gm.testing import Step, honest_judge, is_judge_request, reply
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def answers(request: dict[str, Any]) -> Step:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,6 @@ from gm.testing import http_error
 from gm.transcript import opened, transcript
 
 NO_DICE = "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1"
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 @pytest.fixture(scope="module")
