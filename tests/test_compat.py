@@ -276,7 +276,7 @@ def test_open_webui_background_tasks_play_nothing(store: Store, worlds: Path) ->
 
 
 def test_edits_are_noticed_once_and_the_story_plays_on(store: Store, worlds: Path) -> None:
-    script = [reply("One."), reply("Two."), reply("Three."), reply("Four.")]
+    script = [reply("One."), reply("Two."), reply("Three."), reply("Four."), reply("Five.")]
     with gm_server(store, worlds, script) as served:
         first = chat(served, [user("a")])
         second = chat(served, [user("a"), gm(first), user("b")])
@@ -285,8 +285,11 @@ def test_edits_are_noticed_once_and_the_story_plays_on(store: Store, worlds: Pat
         assert third.startswith(EDITS_NOTICE + "\n\nThree.")
         fourth = chat(served, [*edited, user("c"), gm(third), user("d")])
         assert fourth.startswith("Four.")
+        # gm's answer to "d" deleted, and something else said instead: not a swipe, and noticed once
+        fifth = chat(served, [*edited, user("c"), gm(third), user("e")])
+        assert fifth.startswith(EDITS_NOTICE + "\n\nFive.")
         story = marker_of(first)[0]
-        assert [r.player_text for r in store.rounds(story)] == ["a", "b", "c", "d"]
+        assert [r.player_text for r in store.rounds(story)] == ["a", "b", "c", "d", "e"]
 
 
 def test_a_chat_goes_on_after_a_restart(store: Store, worlds: Path) -> None:

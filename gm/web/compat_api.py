@@ -138,7 +138,11 @@ class ChatPlay:
 
     async def prepare(self) -> Prepared:
         """The chat's story and its token: the one its newest marker opens, or a new one for a new chat
-        (None for an Open WebUI background task, which plays nothing)."""
+        (None for an Open WebUI background task, which plays nothing). Its database work runs off the
+        event loop (`Store.off_loop`), as a round's does."""
+        return await self.app.game.store.off_loop(self._prepare)
+
+    def _prepare(self) -> Prepared:
         if self.chat.is_task:
             return None
         if self.chat.answered:
@@ -178,9 +182,10 @@ class ChatPlay:
             return f"Dice are {command.setting} from now on.\n\n" + marker_text(story.id, token, story.rounds)
         if isinstance(command, Simple) and command.name != "regenerate":
             return self._simple(command.name, story) + "\n\n" + marker_text(story.id, token, story.rounds)
-        notice = await self._notice(story)
+        swipe = await game.store.off_loop(self._is_swipe, story)
+        notice = await game.store.off_loop(self._notice, story, swipe)
         result: RoundResult
-        if isinstance(command, Simple) or self._is_swipe(story):
+        if isinstance(command, Simple) or swipe:
             result = await game.regenerate(story.id, facts=facts)
         elif isinstance(command, RollDice):
             result = await game.play(story.id, command.text, facts=facts, player_roll=command.roll)
@@ -217,7 +222,7 @@ class ChatPlay:
         rolls = RoundPublic.from_record(last, self.app.game.world(story.id)).rolls
         return "\n".join(dice_card(roll, opened_now=True) for roll in rolls)
 
-    async def _notice(self, story: Story) -> str:
+    def _notice(self, story: Story, swipe: bool) -> str:
         """One line, once per change, when the history no longer holds the story as gm told it."""
         store = self.app.game.store
         own = [told for told in self.chat.told if told.marker.story_id == story.id and told.marker.rounds > 0]
@@ -232,7 +237,7 @@ class ChatPlay:
             if not told_as_stored(told, record.player_text, record.narration):
                 changed.append(f"{told.marker.rounds}:{told.player_text}:{told.answer}")
         marker = self.chat.marker
-        if marker is not None and marker.rounds < story.rounds - 1:
+        if marker is not None and marker.rounds < story.rounds and not swipe:  # gm's newer answers are gone
             changed.append(f"dropped after {marker.rounds}")
         if not changed:
             return ""
