@@ -27,7 +27,7 @@ from gm.model import model_name
 from gm.public import RollPublic, StoryPublic
 from gm.round import RoundResult
 from gm.text import visible
-from gm.transcript import card, opened
+from gm.transcript import card, opened_lines
 
 
 class Chat:
@@ -151,7 +151,10 @@ class Chat:
             self.say("No dice were rolled in the last round.")
         else:
             for roll in self.last_rolls:
-                self.say(f"[dice] {opened(roll)}")
+                first, *more = opened_lines(roll)
+                self.say(f"[dice] {first}")
+                for line in more:
+                    self.say(f"      {line}")
 
     def say(self, text: str) -> None:
         if self.interactive:
