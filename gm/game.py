@@ -161,8 +161,13 @@ class Game:
         self._remember(story_id)
         return result
 
-    async def regenerate(self, story_id: str, *, events: RoundEvents | None = None) -> RoundResult:
-        """Play the last round again for a new narration; its rolls are kept, never rolled again."""
+    async def regenerate(
+        self, story_id: str, *, facts: tuple[str, ...] = (), events: RoundEvents | None = None
+    ) -> RoundResult:
+        """Play the last round again for a new narration; its rolls are kept, never rolled again.
+
+        `facts` are told to the game master as with `play` (the chat endpoint's player notes, gm.compat).
+        """
         result = await play_round(
             self.store,
             story_id,
@@ -171,6 +176,7 @@ class Game:
             "",
             settings=self.settings,
             source=self.source,
+            facts=facts,
             regenerate=True,
             events=events,
             judge=self.judge,

@@ -18,8 +18,10 @@ from gm.hosts import LOOPBACK_HOSTS
 from gm.web import pages
 from gm.web.api import router
 from gm.web.api_integrity import router as integrity_router
-from gm.web.errors import answer_error
-from gm.web.limits import MAX_BODY_BYTES, BodyLimit, HostGuard
+from gm.web.compat_api import CHAT_PATH
+from gm.web.compat_api import router as compat_router
+from gm.web.errors import answer_error, error_body
+from gm.web.limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
 from gm.web.schemas import tidy_openapi
 from gm.web.service import Service
 
@@ -52,12 +54,13 @@ def create_app(
     app.include_router(router)
     app.include_router(integrity_router)
     app.include_router(pages.router)
+    app.include_router(compat_router)
     app.add_exception_handler(GmError, answer_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
     app.openapi = lambda: app.openapi_schema or _described(app)  # type: ignore[method-assign]
-    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, wider={CHAT_PATH: MAX_CHAT_BYTES})
     app.add_middleware(HostGuard, hosts=api_hosts)  # added last, so it runs first
     if editor:
         from gm.editor.app import create_app as create_editor
@@ -76,7 +79,8 @@ async def _http_error(request: Request, error: Any) -> JSONResponse:
     """Starlette's own errors (an unknown path, a wrong method) in the API's `{"error": ...}` shape."""
     messages = {404: f"there is no {request.url.path}", 405: f"{request.method} is not allowed on {request.url.path}"}
     message = messages.get(error.status_code, str(error.detail))
-    return JSONResponse({"error": message}, status_code=error.status_code, headers=getattr(error, "headers", None))
+    body = error_body(request.url.path, message, error.status_code)
+    return JSONResponse(body, status_code=error.status_code, headers=getattr(error, "headers", None))
 
 
 # Pydantic's words for a few problems, as a player's client would rather read them.
@@ -85,18 +89,19 @@ WORDING = {"string_pattern_mismatch": "must hold more than spaces"}
 
 async def _invalid_request(request: Request, error: Any) -> JSONResponse:
     """The first problem with a request body, as one sentence (FastAPI would send a list of dicts)."""
+    path = request.url.path
     problems = error.errors()
     if not problems:
-        return JSONResponse({"error": "the request is not valid"}, status_code=422)
+        return JSONResponse(error_body(path, "the request is not valid", 422), status_code=422)
     first = problems[0]
     if first.get("type") == "json_invalid":
         reason = str(first.get("ctx", {}).get("error", "")).lower() or "it cannot be parsed"
-        return JSONResponse({"error": f"the request body is not valid JSON ({reason})"}, status_code=422)
+        return JSONResponse(error_body(path, f"the request body is not valid JSON ({reason})", 422), status_code=422)
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "the body"
     message = WORDING.get(str(first.get("type")), first.get("msg", "is not valid"))
-    return JSONResponse({"error": f"{where}: {message}"}, status_code=422)
+    return JSONResponse(error_body(path, f"{where}: {message}", 422), status_code=422)
 
 
 async def _internal_error(request: Request, error: Exception) -> JSONResponse:
     log.exception("internal error on %s %s", request.method, request.url.path)
-    return JSONResponse({"error": "internal error; it has been logged"}, status_code=500)
+    return JSONResponse(error_body(request.url.path, "internal error; it has been logged", 500), status_code=500)

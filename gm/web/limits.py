@@ -7,21 +7,25 @@
   chunks; it is read here, whole, before any route sees it. A JSON body that is not UTF-8 is refused
   with 422, the status of a body that is not JSON (FastAPI's own answer would be a 400).
 
-Every refusal is `{"error": "<one sentence>"}`, as everywhere in the API.
+Every refusal is `{"error": "<one sentence>"}`, as everywhere in the API, or OpenAI's error shape under /v1
+(`gm.web.errors.error_body`). A chat front end sends a chat's whole history with every request, so
+`POST /v1/chat/completions` may send up to `MAX_CHAT_BYTES` (8 MB).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gm.asgi_body import GONE, TOO_LARGE, read_body, replaying
+from gm.web.errors import error_body
 
 MAX_BODY_BYTES = 64 * 1024
+MAX_CHAT_BYTES = 8 * 1024 * 1024
 
 
 class HostGuard:
@@ -38,7 +42,8 @@ class HostGuard:
         name = host_name(Headers(scope=scope).get("host", ""))
         if name not in self.hosts:
             shown = name[:60] or "(none)"
-            await send_error(send, 400, f"this server does not answer to the Host {shown!r}; use {min(self.hosts)}")
+            message = f"this server does not answer to the Host {shown!r}; use {min(self.hosts)}"
+            await send_error(send, 400, message, scope.get("path", ""))
             return
         await self.app(scope, receive, send)
 
@@ -59,38 +64,41 @@ def host_name(header: str) -> str:
 class BodyLimit:
     """Read the whole body first: over `limit` bytes is a 413, a JSON body that is not UTF-8 a 422."""
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES, wider: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.wider = dict(wider or {})  # paths allowed a larger body (the chat endpoint's whole history)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        too_large = f"the request body is over {self.limit // 1024} KB ({self.limit:,} bytes)"
+        path = scope.get("path", "")
+        limit = self.wider.get(path, self.limit)
+        too_large = f"the request body is over {limit // 1024} KB ({limit:,} bytes)"
         declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await send_error(send, 413, too_large)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await send_error(send, 413, too_large, path)
             return
-        body = await read_body(receive, self.limit)
+        body = await read_body(receive, limit)
         if body == GONE:
             return
         if body == TOO_LARGE:  # chunked, or lying about its length
-            await send_error(send, 413, too_large)
+            await send_error(send, 413, too_large, path)
             return
         assert isinstance(body, bytes)
         if "json" in headers.get("content-type", "").lower():
             try:
                 body.decode("utf-8")
             except UnicodeDecodeError as error:
-                await send_error(send, 422, f"the request body is not UTF-8 text (byte {error.start + 1})")
+                await send_error(send, 422, f"the request body is not UTF-8 text (byte {error.start + 1})", path)
                 return
         await self.app(scope, replaying(body, receive), send)
 
 
-async def send_error(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode()
+async def send_error(send: Send, status: int, message: str, path: str = "") -> None:
+    body = json.dumps(error_body(path, message, status)).encode()
     headers: list[Any] = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
