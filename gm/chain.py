@@ -44,6 +44,9 @@ HASHED = (
     "seed_epoch",
     "prev_hash",
 )
+# Fields hashed only where set, so every roll made before they existed keeps its hash: `typed` marks
+# faces a player rolled at the table and typed in (gm.table), and the hash covers that they were.
+HASHED_WHEN_SET = ("typed",)
 
 
 def genesis(story_id: str) -> str:
@@ -53,8 +56,10 @@ def genesis(story_id: str) -> str:
 
 def canonical(roll: Mapping[str, Any]) -> bytes:
     """The bytes a roll's hash is taken over: its `HASHED` fields as canonical JSON."""
+    fields = {name: roll.get(name) for name in HASHED}
+    fields.update({name: roll[name] for name in HASHED_WHEN_SET if roll.get(name)})
     return json.dumps(
-        {name: roll.get(name) for name in HASHED}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False
     ).encode("utf-8", "surrogatepass")  # a lone surrogate in a hand-made transcript hashes, rather than crashing
 
 

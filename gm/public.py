@@ -86,6 +86,7 @@ class RollPublic(BaseModel):
     seed_epoch: int | None = None
     prev_hash: str | None = None
     from_earlier_attempt: bool = False
+    typed: bool = False  # the faces were rolled at the table and typed by the player (gm.table)
 
     @classmethod
     def from_stored(
@@ -124,6 +125,7 @@ class RollPublic(BaseModel):
             seed_epoch=data.get("seed_epoch"),
             prev_hash=data.get("prev_hash"),
             from_earlier_attempt=attempt in unfinished,
+            typed=bool(data.get("typed", False)),
         )
 
     @property
@@ -194,10 +196,29 @@ JUDGE_OFF_NOTICE = "narrations are not judged"
 
 
 class StorySettings(BaseModel):
-    """A story's settings: the Dice setting (the player's to change), and whether narrations are judged."""
+    """A story's settings: the Dice setting (the player's to change), whether narrations are judged, and
+    who rolls the checks: the engine, or the player at the table, typing the faces (gm.table)."""
 
     dice: DiceSetting = "shown"
     judge: Literal["on", "off"] = "on"
+    dice_from: Literal["engine", "player"] = "engine"
+
+
+class QuestionPublic(BaseModel):
+    """A check waiting for the player's dice: the round is paused until the faces are typed (gm.table).
+
+    `dice` lists the die of each face wanted, in order ("d20", or "d6", "d6", "d6", "d6" for 4d6kh3).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    check: str
+    check_name: str
+    character: str
+    notation: str
+    dice: list[str]
+    text: str
 
 
 class StoryPublic(BaseModel):
@@ -217,6 +238,7 @@ class StoryPublic(BaseModel):
     commitment: str | None = None
     clock: int | None = None  # the story's time now: minutes since it began; null without a calendar
     time: str | None = None  # the same in words, on the world's calendar
+    asking: QuestionPublic | None = None  # a round paused for the player's dice (gm.table), or null
 
     @classmethod
     def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
@@ -226,7 +248,11 @@ class StoryPublic(BaseModel):
             title=story.title,
             created_at=story.created_at.isoformat(),
             rounds=story.rounds,
-            settings=StorySettings(dice=story.settings.get("dice", "shown"), judge=judge),
+            settings=StorySettings(
+                dice=story.settings.get("dice", "shown"),
+                judge=judge,
+                dice_from="player" if story.settings.get("dice_from") == "player" else "engine",
+            ),
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
             fair=story.fair,
             commitment=commitment,

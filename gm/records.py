@@ -127,6 +127,34 @@ class RollRecord(SQLModel, table=True):
     seq: int | None = None  # set by the store as the roll is written (every stored roll has one)
     prev_hash: str | None = None
     seed_epoch: int | None = None
+    typed: bool = False  # faces the player rolled at the table and typed in (gm.table), not the engine's
+    created_at: datetime = _moment()
+
+
+class PausedRound(SQLModel, table=True):
+    """A round waiting for the player's dice (gm.table): everything needed to go on with it, in any process.
+
+    One per story at most (the story is its key): while it waits no other round of the story can start,
+    yet the story's lease is free. `messages` are the game master's conversation so far, `pending` the
+    tool calls of its last answer not yet run (the first is the check waiting for faces), `rolls` the
+    ids of the rolls the attempt holds, in order, and `earlier` those of the round it plays again, if any.
+    """
+
+    __tablename__ = "paused_rounds"
+    story_id: str = Field(foreign_key="stories.id", primary_key=True)
+    attempt_id: str = Field(foreign_key="attempts.id")
+    round_number: int
+    player_text: str
+    regenerating: bool = False
+    judged: bool = True
+    messages: list[dict[str, Any]] = _json()
+    pending: list[dict[str, Any]] = _json()
+    rolls: list[int] = _json()
+    earlier: list[int] = _json()
+    refusals: list[str] = _json()
+    model_calls: int = 0  # made so far by the attempt (they count toward the round's bound)
+    clock: int | None = _clock()
+    question: dict[str, Any] = _json()
     created_at: datetime = _moment()
 
 
