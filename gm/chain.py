@@ -58,9 +58,9 @@ def canonical(roll: Mapping[str, Any]) -> bytes:
     """The bytes a roll's hash is taken over: its `HASHED` fields as canonical JSON."""
     fields = {name: roll.get(name) for name in HASHED}
     fields.update({name: roll[name] for name in HASHED_WHEN_SET if roll.get(name)})
-    return json.dumps(
-        fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode("utf-8", "surrogatepass")  # a lone surrogate in a hand-made transcript hashes, rather than crashing
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )  # a lone surrogate in a hand-made transcript hashes, rather than crashing
 
 
 def roll_hash(roll: Mapping[str, Any]) -> str:

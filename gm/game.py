@@ -23,13 +23,15 @@ from typing import Any, Literal
 from sqlalchemy.exc import IntegrityError
 
 from gm import dice
+from gm.errors import UsageError
 from gm.fair import PlayerSeedError, check_player_seed
 from gm.instructions import prompts_in_use
 from gm.judge import Judge
 from gm.lru import LRU
 from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError, model_name
-from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
+from gm.resume import abandon_round, continue_round
+from gm.round import PlayerRoll, RoundEvents, RoundPaused, RoundResult, RoundSettings, play_round
 from gm.seeds import first_seed
 from gm.store import Store, Story
 from gm.text import require_storable
@@ -99,6 +101,12 @@ class Game:
         """
         if player_seed is not None and not fair:
             raise PlayerSeedError("a player's seed is only for a story with fair dice")
+        dice_from = (settings or {}).get("dice_from", "engine")
+        if dice_from not in ("engine", "player"):
+            raise UsageError(f"dice_from is 'engine' or 'player', not {dice_from!r}")
+        if dice_from == "player" and fair:
+            # Fair dice are derived from a committed seed; faces typed at the table are not, so the two exclude.
+            raise UsageError("a story whose checks the player rolls at the table cannot also have fair dice")
         story = Story(
             fair=fair,
             player_seed=check_player_seed(player_seed) if player_seed is not None else None,
@@ -133,8 +141,12 @@ class Game:
         facts: tuple[str, ...] = (),
         player_roll: PlayerRoll | None = None,
         events: RoundEvents | None = None,
-    ) -> RoundResult:
-        """Play one round (with the player's own roll, if any); the memory keeper then runs in the background."""
+    ) -> RoundResult | RoundPaused:
+        """Play one round (with the player's own roll, if any); the memory keeper then runs in the background.
+
+        In a story whose checks are rolled at the table, a round may pause for the player's dice instead
+        (`RoundPaused`, with the question); `answer` goes on with it, `abandon` drops it.
+        """
         require_storable("the player's text", text)  # refused before anything is written (gm.text)
         result = await play_round(
             self.store,
@@ -149,10 +161,37 @@ class Game:
             events=events,
             judge=self.judge,
         )
-        self._remember(story_id)
+        if isinstance(result, RoundResult):
+            self._remember(story_id)
         return result
 
-    async def regenerate(self, story_id: str, *, events: RoundEvents | None = None) -> RoundResult:
+    async def answer(
+        self, story_id: str, faces: str, *, events: RoundEvents | None = None
+    ) -> RoundResult | RoundPaused:
+        """Go on with the story's round paused for dice, with the faces the player typed ("14", "3 5 6 1").
+
+        Wrong faces raise `WrongFaces` (one sentence) and the question stands; it may pause again at a later check.
+        """
+        result = await continue_round(
+            self.store,
+            story_id,
+            self.world(story_id),
+            self.model,
+            faces,
+            settings=self.settings,
+            source=self.source,
+            events=events,
+            judge=self.judge,
+        )
+        if isinstance(result, RoundResult):
+            self._remember(story_id)
+        return result
+
+    async def abandon(self, story_id: str) -> int:
+        """Drop the story's round paused for dice (its rolls stay); the number of the round dropped."""
+        return await self.store.off_loop(abandon_round, self.store, story_id)
+
+    async def regenerate(self, story_id: str, *, events: RoundEvents | None = None) -> RoundResult | RoundPaused:
         """Play the last round again for a new narration; its rolls are kept, never rolled again."""
         result = await play_round(
             self.store,
@@ -166,7 +205,8 @@ class Game:
             events=events,
             judge=self.judge,
         )
-        self._remember(story_id)
+        if isinstance(result, RoundResult):
+            self._remember(story_id)
         return result
 
     async def settle(self) -> None:

@@ -69,7 +69,9 @@ def read_faces(text: str, question: QuestionPublic) -> list[int]:
     for place, word in enumerate(words, 1):
         if not word.isascii() or not word.isdigit():
             shown = word if len(word) <= 20 else word[:20] + "..."
-            raise WrongFaces(f"'{shown}' (word {place}) is not a face; type whole numbers, such as {_example(question)}")
+            raise WrongFaces(
+                f"'{shown}' (word {place}) is not a face; type whole numbers, such as {_example(question)}"
+            )
         faces.append(int(word))
     if len(faces) != wanted:
         needed = "1 face" if wanted == 1 else f"{wanted} faces"

@@ -31,6 +31,7 @@ from gm.referee import MAX_NARRATION, Outcome, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, band_for, read_value
 from gm.store import RollRecord
+from gm.table import FacesNeeded, question_for
 from gm.worlddef import CharacterCannotRoll, World
 
 # Bounds on what the model sends, so nothing it writes can overflow a column or fill a round with junk:
@@ -175,6 +176,8 @@ class RoundTools:
     rolls: list[RollRecord] = field(default_factory=list)
     retried: EarlierRolls = field(default_factory=EarlierRolls)
     clock: int | None = None  # the story's time (gm.calendar), moved on by advance_time; None without a calendar
+    dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.table)
+    typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
@@ -221,7 +224,11 @@ class RoundTools:
         settled = certain(check, target, modifier)
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
             raise ModelRetry(refusal(settled, character.name))
-        source = dice.for_one_roll(self.source)
+        source, typed = dice.for_one_roll(self.source), False
+        if self.dice_from == "player":  # rolled at the table: the round pauses for the faces, then comes back here
+            if self.typed_faces is None:
+                raise FacesNeeded(question_for(self.round_number, check.key, check.name, character.name, check.dice))
+            source, typed, self.typed_faces = dice.GivenFaces(self.typed_faces), True, None
         result = dice.roll(check.dice, source, hit=check.hit if check.reading == "successes" else None)
         rolled = result.successes if result.successes is not None else result.total
         value = read_value(check, rolled, target, modifier)
@@ -240,6 +247,7 @@ class RoundTools:
             result=band.result if band else None,
             critical=band.critical if band else False,
             void=band is None,
+            typed=typed,
         )
         return ToolReply(_check_content(record, repeated=False))
 

@@ -7,6 +7,7 @@ print (the play page draws the same words in play.js).
 
 from __future__ import annotations
 
+from gm.paused import question_of
 from gm.public import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
 from gm.store import Store, Story
 from gm.worlddef import World, whole_number, world_from_data
@@ -40,7 +41,9 @@ def story_public(store: Store, story: Story, commitment: str | None = None) -> S
     """A story in its public shape, with a fair story's current commitment."""
     if story.fair and commitment is None:
         commitment = store.current_seed(story.id).commitment
-    return StoryPublic.from_record(story, commitment)
+    public = StoryPublic.from_record(story, commitment)
+    public.asking = question_of(store, story.id)  # a round waiting for the player's dice (gm.table)
+    return public
 
 
 def modifiers(world: World) -> dict[str, dict[str, int]]:
