@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
