@@ -27,8 +27,9 @@ from gm.model import model_name
 from gm.paused import question_of
 from gm.public import QuestionPublic, RollPublic, StoryPublic
 from gm.round import RoundPaused, RoundResult
+from gm.secret import secret_checks
 from gm.text import visible
-from gm.transcript import card, opened
+from gm.transcript import card, opened, transcript
 
 
 class Chat:
@@ -121,6 +122,8 @@ class Chat:
             await self.round(self.game.regenerate(self.story_id))
         elif name == "open":
             self.open_cards()
+        elif name == "end":
+            await self.end()
         elif name == "abandon":
             try:
                 number = await self.game.abandon(self.story_id)
@@ -145,6 +148,26 @@ class Chat:
             self.ask(result.asking)
         else:
             self.show(result)
+
+    async def end(self) -> None:
+        """End the story, and show the cards of its secret rolls, now that they are revealed."""
+        try:
+            await self.game.end(self.story_id)
+        except GmError as error:
+            self.error(str(error))
+            return
+        self.say("The story has ended; it plays no more rounds.")
+        if self.dice_setting != "shown":
+            return
+        keys = self.secret_keys
+        for round_ in transcript(self.game.store, self.story_id, player=True).rounds:
+            for roll in round_.rolls:
+                if roll.kind == "check" and roll.check in keys:
+                    self.say(f"[secret, round {round_.number}] {opened(roll)}")
+
+    @property
+    def secret_keys(self) -> set[str]:
+        return secret_checks(self.game.world(self.story_id))
 
     def ask(self, question: QuestionPublic) -> None:
         """Put a check's question to the player, who rolls at the table and types the faces."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any, Literal
 from sqlalchemy.exc import IntegrityError
 
 from gm import dice
-from gm.errors import UsageError
+from gm.errors import StoryBusy, UsageError
 from gm.fair import PlayerSeedError, check_player_seed
 from gm.instructions import prompts_in_use
 from gm.judge import Judge
@@ -32,6 +33,7 @@ from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError, model_name
 from gm.resume import abandon_round, continue_round
 from gm.round import PlayerRoll, RoundEvents, RoundPaused, RoundResult, RoundSettings, play_round
+from gm.secret import end_story
 from gm.seeds import first_seed
 from gm.store import Store, Story
 from gm.text import require_storable
@@ -40,6 +42,7 @@ from gm.worlddef import World, world_from_data
 
 log = logging.getLogger(__name__)
 
+END_LEASE_SECONDS = 30.0
 CACHED_WORLDS = 1024  # stories whose built World is kept (about 20 KB each); the rest are rebuilt when played
 
 
@@ -187,6 +190,12 @@ class Game:
             self._remember(story_id)
         return result
 
+    async def end(self, story_id: str) -> None:
+        """End the story: every secret roll in it is shown from now on, and it plays no more rounds (gm.secret).
+
+        Taken under the story's lease, so it never lands in the middle of a round."""
+        await self.store.off_loop(_end_under_lease, self.store, story_id)
+
     async def abandon(self, story_id: str) -> int:
         """Drop the story's round paused for dice (its rolls stay); the number of the round dropped."""
         return await self.store.off_loop(abandon_round, self.store, story_id)
@@ -228,6 +237,17 @@ class Game:
             except (ModelError, IntegrityError) as error:
                 # The round stands; its memory is written after a later round.
                 log.warning("memory for story %s is left for later: %s", story_id, error)
+
+
+def _end_under_lease(store: Store, story_id: str) -> None:
+    store.story(story_id)  # StoryNotFound first
+    holder = uuid.uuid4().hex
+    if not store.take_lease(story_id, holder, END_LEASE_SECONDS):
+        raise StoryBusy("a round of this story is being played right now; end the story when that round is done")
+    try:
+        end_story(store, story_id)
+    finally:
+        store.release_lease(story_id, holder)
 
 
 @dataclass

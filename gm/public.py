@@ -87,6 +87,8 @@ class RollPublic(BaseModel):
     prev_hash: str | None = None
     from_earlier_attempt: bool = False
     typed: bool = False  # the faces were rolled at the table and typed by the player (gm.table)
+    sealed: bool = False  # a secret roll not yet revealed, in the player's transcript: a stub (gm.secret)
+    hash: str | None = None  # a sealed stub's own chain hash, which the next roll's prev_hash names
 
     @classmethod
     def from_stored(
@@ -239,6 +241,7 @@ class StoryPublic(BaseModel):
     clock: int | None = None  # the story's time now: minutes since it began; null without a calendar
     time: str | None = None  # the same in words, on the world's calendar
     asking: QuestionPublic | None = None  # a round paused for the player's dice (gm.table), or null
+    ended: bool = False  # the story has ended: it plays no more rounds, and its secret rolls are shown (gm.secret)
 
     @classmethod
     def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
@@ -258,6 +261,7 @@ class StoryPublic(BaseModel):
             commitment=commitment,
             clock=story.clock,
             time=story_time(story.world_data, story.clock),
+            ended=story.ended_at is not None,
         )
 
 

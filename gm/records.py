@@ -63,6 +63,7 @@ class Story(StoryBase, table=True):
     player_seed: str | None = None
     seed_epoch: int | None = None  # the epoch of the seed fair rolls are derived from now
     clock: int | None = _clock()  # the story's current time (the last round's end); None in a world without a calendar
+    ended_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
 
 
 class SeedRecord(SQLModel, table=True):
@@ -129,6 +130,16 @@ class RollRecord(SQLModel, table=True):
     seed_epoch: int | None = None
     typed: bool = False  # faces the player rolled at the table and typed in (gm.table), not the engine's
     created_at: datetime = _moment()
+
+
+class RevealRecord(SQLModel, table=True):
+    """A secret roll the game master revealed (reveal_roll): from then on the player sees its card (gm.secret)."""
+
+    __tablename__ = "reveals"
+    roll_id: int = Field(foreign_key="rolls.id", primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    round_number: int  # the round in which it was revealed
+    revealed_at: datetime = _moment()
 
 
 class PausedRound(SQLModel, table=True):

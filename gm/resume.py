@@ -24,7 +24,16 @@ from gm.model import ChatModel, ToolCall
 from gm.paused import NOTHING_WAITING, drop_paused, paused_round, take_paused
 from gm.public import QuestionPublic
 from gm.retries import EarlierRolls
-from gm.round import RoundEvents, RoundPaused, RoundResult, RoundSettings, _Attempt, roll_writer, run_attempt
+from gm.round import (
+    RoundEvents,
+    RoundPaused,
+    RoundResult,
+    RoundSettings,
+    _Attempt,
+    bind_secrets,
+    roll_writer,
+    run_attempt,
+)
 from gm.seeds import dice_for
 from gm.store import Store
 from gm.table import read_faces
@@ -99,6 +108,7 @@ def _taken_up(
         dice_from="player",
         typed_faces=faces,
     )
+    bind_secrets(store, tools)
     state = _Attempt(
         list(paused.messages),
         attempt_id,

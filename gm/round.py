@@ -34,6 +34,7 @@ from gm.prompt import JudgedOutcome, JudgeRequest, PlayerTurn, engine_message, g
 from gm.public import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic, RoundPublic
 from gm.referee import Result, Telling, judge_refusals, referee
 from gm.retries import EarlierRolls
+from gm.secret import is_secret, refuse_if_ended, reveal, sealed_ids
 from gm.seeds import dice_for, stamped
 from gm.store import ModelCall, PausedRound, RollRecord, RoundRecord, Store, Story, model_call_from
 from gm.table import FacesNeeded
@@ -225,6 +226,7 @@ class _Opening:
 def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: RoundEvents) -> _Attempt:
     """Open the attempt (in a worker thread, under the lease): its number, earlier rolls, player roll, prompt."""
     story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
+    refuse_if_ended(story)
     refuse_if_waiting(store, story_id)  # a round paused for dice must be answered or abandoned first
     player_text = opening.player_text
     earlier: list[RollRecord] = []
@@ -243,6 +245,7 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     write_roll = roll_writer(store, world, source, tell)
     tools = RoundTools(world, story.id, attempt.id, number, write_roll, source, earlier, retried=retried)
     tools.dice_from = str(story.settings.get("dice_from", "engine"))
+    bind_secrets(store, tools)
     tools.clock = _clock_at_start(store, story, world, number, opening.regenerate)
     facts = [*opening.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
     if opening.player_roll is not None:
@@ -262,10 +265,23 @@ def roll_writer(
 
     def write_roll(record: RollRecord) -> RollRecord:
         stored = store.record_roll(stamped(source, record))
-        tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
+        if not is_secret(stored, world):  # a secret roll's card is not streamed (gm.secret)
+            tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
         return stored
 
     return write_roll
+
+
+def bind_secrets(store: Store, tools: RoundTools) -> None:
+    """Give the tools what reveal_roll needs: the story's rolls by id, and a way to write a reveal at once."""
+    story_id, number = tools.story_id, tools.round_number
+
+    def find(roll_id: int) -> RollRecord | None:
+        found = store.rolls_by_id([roll_id])
+        return found[0] if found and found[0].story_id == story_id else None
+
+    tools.find_roll = find
+    tools.reveal = lambda roll_id: reveal(store, story_id, roll_id, number)
 
 
 def _clock_at_start(store: Store, story: Story, world: World, number: int, regenerate: bool) -> int | None:
@@ -300,13 +316,14 @@ def _accept(
     )
     store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id), holder=holder)
     unfinished = store.unfinished_attempts(story_id, state.number)  # whose rolls came back to this attempt
+    sealed = sealed_ids(store, story_id, world)  # secret rolls not yet revealed: no card for the player
     return RoundResult(
         story_id=story_id,
         number=state.number,
         player_text=state.player_text,
         narration=ending.text,
         outcomes=outcomes,
-        rolls=[RollPublic.from_stored(roll, world, unfinished=unfinished) for roll in rolls],
+        rolls=[RollPublic.from_stored(r, world, unfinished=unfinished) for r in rolls if r["id"] not in sealed],
         refusals=list(state.refusals),
         judge=JudgementPublic.model_validate(state.judgement) if state.judgement else None,
         clock=state.tools.clock,

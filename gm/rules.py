@@ -60,6 +60,7 @@ class Check:
     hit: int | None = None
     compare: Compare = "absolute"
     modifier: str | None = None
+    secret: bool = False  # rolled in secret: no card for the player until revealed (gm.secret)
 
     @property
     def needs_target(self) -> bool:
@@ -285,6 +286,7 @@ def _build_check(raw: dict[str, Any], expression: dice.Expression) -> Check:
         raw.get("hit"),
         raw.get("compare", "absolute"),
         raw.get("modifier"),
+        secret=bool(raw.get("secret", False)),
     )
 
 

@@ -94,6 +94,8 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
             ["notation", "reason"],
         )
     )
+    if world.rules is not None and any(check.secret for check in world.rules.checks):
+        tools.append(_reveal_roll_schema())
     if world.calendar is not None:
         tools.append(
             _function(
@@ -134,6 +136,23 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
         )
     )
     return tools
+
+
+def _reveal_roll_schema() -> dict[str, Any]:
+    """reveal_roll, offered only in a world with a secret check (gm.secret)."""
+    return _function(
+        "reveal_roll",
+        "Show the player a secret check's roll, which they cannot see until you reveal it or the story ends "
+        "(when the truth comes out in the story). Returns the roll's band.",
+        {
+            "roll": {"type": "integer", "minimum": 1, "maximum": MAX_ROLL_ID, "description": "The secret roll's id."},
+            "reason": {"type": "string", "maxLength": MAX_REASON, "description": "Why it comes to light now."},
+        },
+        ["roll", "reason"],
+    )
+
+
+SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -178,6 +197,8 @@ class RoundTools:
     clock: int | None = None  # the story's time (gm.calendar), moved on by advance_time; None without a calendar
     dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.table)
     typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
+    find_roll: Callable[[int], RollRecord | None] | None = None  # a roll of this story by id (for reveal_roll)
+    reveal: Callable[[int], None] | None = None  # writes a secret roll's reveal at once (gm.secret)
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
@@ -191,6 +212,8 @@ class RoundTools:
             return self.roll_dice(arguments)
         if name == "advance_time":
             return self.advance_time(arguments)
+        if name == "reveal_roll":
+            return self.reveal_roll(arguments)
         return self.narrate(arguments)
 
     @property
@@ -249,7 +272,10 @@ class RoundTools:
             void=band is None,
             typed=typed,
         )
-        return ToolReply(_check_content(record, repeated=False))
+        content = _check_content(record, repeated=False)
+        if check.secret:
+            content["secret"] = SECRET_NOTE
+        return ToolReply(content)
 
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
         try:
@@ -264,6 +290,22 @@ class RoundTools:
         result = dice.roll(expression, dice.for_one_roll(self.source))
         record = self._write("dice", result, str(arguments.get("reason", "")))
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
+
+    def reveal_roll(self, arguments: dict[str, Any]) -> ToolReply:
+        """Unseal a secret check's roll of this story, so the player sees its card from now on."""
+        roll_id = int(arguments["roll"])
+        found = next((roll for roll in self.rolls if roll.id == roll_id), None)
+        if found is None and self.find_roll is not None:
+            found = self.find_roll(roll_id)
+        rules = self.world.rules
+        if found is None:
+            raise ModelRetry(f"there is no roll {roll_id} in this story")
+        key = str(found.check_key)
+        if found.kind != "check" or rules is None or key not in rules or not rules[key].secret:
+            raise ModelRetry(f"roll {roll_id} is not a secret check's roll; the player already sees it")
+        if self.reveal is not None:
+            self.reveal(roll_id)
+        return ToolReply({"revealed": roll_id, "band": found.band, "result": found.result})
 
     def advance_time(self, arguments: dict[str, Any]) -> ToolReply:
         calendar = self.world.calendar

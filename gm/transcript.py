@@ -9,18 +9,26 @@ from __future__ import annotations
 
 from gm.paused import question_of
 from gm.public import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.secret import sealed_ids, stub, visible
 from gm.store import Store, Story
 from gm.worlddef import World, whole_number, world_from_data
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
 
-def transcript(store: Store, story_id: str) -> TranscriptPublic:
-    """The whole story in its public shape, with what an audit of it needs (`integrity`)."""
+def transcript(store: Store, story_id: str, *, player: bool = False) -> TranscriptPublic:
+    """The whole story in its public shape, with what an audit of it needs (`integrity`).
+
+    `player=True` is the player's transcript (the story token's): secret rolls not yet revealed have no
+    card in their rounds, and are sealed stubs in the chain (gm.secret). The operator's sees everything.
+    """
     story = store.story(story_id)
     world = world_from_data(story.world_data, story.dice_data)
     unfinished = store.unfinished_attempts(story_id)
     rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    sealed = sealed_ids(store, story_id, world) if player else set()
+    for round_ in rounds:
+        round_.rolls = visible(round_.rolls, sealed)
     seeds = [SeedPublic.from_record(seed) for seed in store.seeds(story_id)]
     current = next((seed.commitment for seed in seeds if seed.epoch == story.seed_epoch), None)
     integrity = IntegrityPublic(
@@ -32,7 +40,10 @@ def transcript(store: Store, story_id: str) -> TranscriptPublic:
         legacy_rolls=story.legacy_rolls,
         dice=story.dice_data,
         modifiers=modifiers(world),
-        rolls=[RollPublic.from_stored(roll, world) for roll in store.story_rolls(story_id)],
+        rolls=[
+            stub(public) if public.id in sealed else public
+            for public in (RollPublic.from_stored(roll, world) for roll in store.story_rolls(story_id))
+        ],
     )
     return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
 

@@ -26,7 +26,7 @@ from gm.store import Store, Story, make_engine
 HEAD = "table_dice"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
-COLUMNS_OF_TABLE_DICE = [("rolls", "typed")]  # added by the table_dice revision, with the paused_rounds table
+COLUMNS_OF_TABLE_DICE = [("rolls", "typed"), ("stories", "ended_at")]  # added by the table_dice revision, with the paused_rounds table
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """
@@ -132,6 +132,7 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     SQLModel.metadata.create_all(engine)
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE paused_rounds"))
+        connection.execute(text("DROP TABLE reveals"))
         for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE:  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these

@@ -99,9 +99,18 @@ def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> StartedOut:
 
 @router.get("/stories/{story_id}", responses=errors(401, 404))
 def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPublic:
-    """The story with its whole transcript (the shape of `gm show --json`)."""
+    """The story with its whole transcript (the shape of `gm show --json`), as its player sees it: a secret
+    roll not yet revealed has no card, and is a sealed stub in the chain (gm.secret)."""
     app.story(story_id, token)
-    return transcript(app.game.store, story_id)
+    return transcript(app.game.store, story_id, player=True)
+
+
+@router.post("/stories/{story_id}/end", responses=errors(401, 404, 409))
+async def end_story(story_id: str, app: ServiceDep, token: TokenDep) -> StoryPublic:
+    """End the story: its secret rolls are shown, and it plays no more rounds (409 while a round waits for dice)."""
+    app.story(story_id, token)
+    await app.game.end(story_id)
+    return _story(app, story_id)
 
 
 @router.put("/stories/{story_id}/settings", responses=errors(401, 404, 422))

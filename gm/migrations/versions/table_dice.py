@@ -1,4 +1,5 @@
-"""table_dice: rounds paused for dice rolled at the table (paused_rounds), and rolls.typed for faces a player typed.
+"""table_dice: rounds paused for dice rolled at the table (paused_rounds), rolls.typed for faces a player typed,
+and secret rolls: the reveals of them (reveals) and the end of a story, which reveals them all (stories.ended_at).
 
 Revision ID: table_dice
 Revises: calendar
@@ -22,6 +23,19 @@ def upgrade() -> None:
     # Every roll made before this revision was rolled by the engine.
     with op.batch_alter_table("rolls") as batch:  # a plain ALTER TABLE ... ADD COLUMN, on SQLite too
         batch.add_column(sa.Column("typed", sa.Boolean(), nullable=False, server_default=sa.false()))
+    with op.batch_alter_table("stories") as batch:
+        batch.add_column(sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True))
+    op.create_table(
+        "reveals",
+        sa.Column("roll_id", sa.Integer(), nullable=False),
+        sa.Column("story_id", sa.String(), nullable=False),
+        sa.Column("round_number", sa.Integer(), nullable=False),
+        sa.Column("revealed_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("roll_id"),
+        sa.ForeignKeyConstraint(["roll_id"], ["rolls.id"]),
+        sa.ForeignKeyConstraint(["story_id"], ["stories.id"]),
+    )
+    op.create_index("ix_reveals_story_id", "reveals", ["story_id"])
     op.create_table(
         "paused_rounds",
         sa.Column("story_id", sa.String(), nullable=False),
@@ -47,4 +61,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("paused_rounds")
+    op.drop_index("ix_reveals_story_id", table_name="reveals")
+    op.drop_table("reveals")
+    op.drop_column("stories", "ended_at")
     op.drop_column("rolls", "typed")
