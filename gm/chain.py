@@ -46,7 +46,9 @@ HASHED = (
 )
 # Fields hashed only where set, so every roll made before they existed keeps its hash: `typed` marks
 # faces a player rolled at the table and typed in (gm.table), and the hash covers that they were.
-HASHED_WHEN_SET = ("typed",)
+# `salt` is a secret roll's 128 random bits (gm.secret): without it, a sealed roll's hash would give its few
+# possible faces away to anyone trying them all; with it, the hash commits to the roll and hides it.
+HASHED_WHEN_SET = ("typed", "salt")
 
 
 def genesis(story_id: str) -> str:

@@ -87,6 +87,7 @@ class RollPublic(BaseModel):
     prev_hash: str | None = None
     from_earlier_attempt: bool = False
     typed: bool = False  # the faces were rolled at the table and typed by the player (gm.table)
+    salt: str | None = None  # a secret roll's salt, hashed with it (gm.secret); null in a sealed stub
     sealed: bool = False  # a secret roll not yet revealed, in the player's transcript: a stub (gm.secret)
     hash: str | None = None  # a sealed stub's own chain hash, which the next roll's prev_hash names
 
@@ -128,6 +129,7 @@ class RollPublic(BaseModel):
             prev_hash=data.get("prev_hash"),
             from_earlier_attempt=attempt in unfinished,
             typed=bool(data.get("typed", False)),
+            salt=data.get("salt"),
         )
 
     @property

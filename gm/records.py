@@ -129,6 +129,7 @@ class RollRecord(SQLModel, table=True):
     prev_hash: str | None = None
     seed_epoch: int | None = None
     typed: bool = False  # faces the player rolled at the table and typed in (gm.table), not the engine's
+    salt: str | None = None  # a secret roll's random salt, hashed with it so its sealed hash hides it (gm.secret)
     created_at: datetime = _moment()
 
 

@@ -13,6 +13,7 @@ in a band gap is no one's mistake: it is an ordinary result marked `void`, with 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -271,6 +272,7 @@ class RoundTools:
             critical=band.critical if band else False,
             void=band is None,
             typed=typed,
+            salt=secrets.token_hex(16) if check.secret else None,  # so the sealed roll's hash hides it (gm.secret)
         )
         content = _check_content(record, repeated=False)
         if check.secret:

@@ -26,7 +26,11 @@ from gm.store import Store, Story, make_engine
 HEAD = "table_dice"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
-COLUMNS_OF_TABLE_DICE = [("rolls", "typed"), ("stories", "ended_at")]  # added by the table_dice revision, with the paused_rounds table
+COLUMNS_OF_TABLE_DICE = [
+    ("rolls", "typed"),
+    ("rolls", "salt"),
+    ("stories", "ended_at"),
+]  # added by the table_dice revision, with the paused_rounds table
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """

@@ -23,6 +23,7 @@ def upgrade() -> None:
     # Every roll made before this revision was rolled by the engine.
     with op.batch_alter_table("rolls") as batch:  # a plain ALTER TABLE ... ADD COLUMN, on SQLite too
         batch.add_column(sa.Column("typed", sa.Boolean(), nullable=False, server_default=sa.false()))
+        batch.add_column(sa.Column("salt", sa.String(), nullable=True))
     with op.batch_alter_table("stories") as batch:
         batch.add_column(sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True))
     op.create_table(
@@ -64,4 +65,5 @@ def downgrade() -> None:
     op.drop_index("ix_reveals_story_id", table_name="reveals")
     op.drop_table("reveals")
     op.drop_column("stories", "ended_at")
+    op.drop_column("rolls", "salt")
     op.drop_column("rolls", "typed")
