@@ -52,6 +52,7 @@ class CheckDraft:
     hit: str = ""
     compare: str = "absolute"
     modifier: str = ""
+    secret: bool = False  # rolled in secret: no card for the player until revealed (gm.secret)
     bands: list[BandDraft] = field(default_factory=lambda: [BandDraft()])
     target: str = ""
     character: str = ""
@@ -86,6 +87,7 @@ def draft_from_data(data: Any) -> DiceDraft:
                 hit=field_text(raw.get("hit")),
                 compare=field_text(raw.get("compare", "absolute")),
                 modifier=field_text(raw.get("modifier")),
+                secret=raw.get("secret") is True,
                 bands=[
                     BandDraft(
                         label=field_text(band.get("label")),
@@ -123,7 +125,7 @@ def draft_from_form(form: Mapping[str, str]) -> DiceDraft:
                     critical=band_prefix + "critical" in form,
                 )
             )
-        draft.checks.append(CheckDraft(**values, bands=bands))
+        draft.checks.append(CheckDraft(**values, secret=prefix + "secret" in form, bands=bands))
     return draft
 
 
@@ -144,6 +146,8 @@ def _check_data(check: CheckDraft) -> dict[str, Any]:
         data["compare"] = check.compare
     if check.modifier:
         data["modifier"] = check.modifier
+    if check.secret:
+        data["secret"] = True
     data["bands"] = [_band_data(band) for band in check.bands]
     return data
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from gm.problems import MAX_FILE_BYTES, read_regular
 
-CHECK_ORDER = ("key", "name", "use", "dice", "reading", "hit", "compare", "modifier", "bands")
+CHECK_ORDER = ("key", "name", "use", "dice", "reading", "hit", "compare", "modifier", "secret", "bands")
 BAND_ORDER = ("label", "min", "max", "result", "critical")
 WORLD_ORDER = ("title", "premise", "instructions", "characters", "calendar")
 CALENDAR_ORDER = ("months", "weekdays", "era", "start", "parts_of_day")

@@ -158,3 +158,52 @@ def test_the_api_hides_a_secret_card_until_the_story_ends(store: Store, tmp_path
         refused = client.post(f"/api/stories/{story}/messages", json={"text": "Again."}, headers=auth)
         assert refused.status_code == 409 and refused.json() == {"error": STORY_ENDED}
     shutil.rmtree(worlds)
+
+
+def test_the_editor_marks_a_check_secret(tmp_path: Path) -> None:
+    """The Dice form's Secret box: read from dice.json, saved back in the reference's order, and cleared."""
+    from editor_forms import BASE, SAMPLES, form_of, submit
+    from fastapi.testclient import TestClient
+
+    from gm.editor.app import create_app
+
+    worlds = tmp_path / "worlds"
+    shutil.copytree(SAMPLES, worlds)
+    path = worlds / "storm-wall" / "dice.json"
+    with TestClient(create_app(worlds), base_url=BASE) as client:
+        fields = form_of(client.get("/worlds/storm-wall/dice").text)
+        secret = [name for name in fields if name.endswith("-secret")]
+        assert secret == ["checks-2-secret"]  # read_water, the sample's secret check
+        saved = submit(client, "/worlds/storm-wall/dice", "save", {"checks-0-secret": "true"})
+        assert saved.status_code == 303, saved.text
+        checks = json.loads(path.read_text())["checks"]
+        assert [check.get("secret", False) for check in checks] == [True, False, True]
+        assert list(checks[0])[-2:] == ["secret", "bands"]
+        fields = form_of(client.get("/worlds/storm-wall/dice").text)
+        del fields["checks-0-secret"], fields["checks-2-secret"]
+        saved = client.post("/worlds/storm-wall/dice", data={**fields, "action": "save"}, follow_redirects=False)
+        assert saved.status_code == 303
+        assert [check.get("secret", False) for check in json.loads(path.read_text())["checks"]] == [False] * 3
+
+
+def test_a_rehearsal_rolls_a_secret_check_and_the_end_shows_it(tmp_path: Path, database_url: str) -> None:
+    """`gm play worlds/storm-wall --model rehearsal`: Read the water is secret, so its card waits for /end."""
+    import os
+    import subprocess
+    import sys
+
+    samples = Path(__file__).parent.parent / "worlds"
+    lines = "I read the water along the wall to judge where the seep will break through.\n/open\n/end\nMore.\n"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "gm"), "play", str(samples / "storm-wall"), "--model", "rehearsal"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GM_DATABASE_URL": database_url},
+    )
+    before, _, after = done.stdout.partition("The story has ended")
+    assert "Read the water" in before, done.stdout + done.stderr  # the rehearsal rolled it, and narrates the outcome
+    assert "[dice]" not in before and "No dice were rolled in the last round." in before  # no card, not in /open
+    assert "[secret, round 1] Read the water" in after
+    assert STORY_ENDED in done.stderr  # no round after the end
