@@ -6,8 +6,10 @@ here and nowhere else (named in families, as full-stack-fastapi-template names t
 table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
 
     {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
-                                                                   "judge": "on" | "off"},
-               "notices": [str], "fair", "commitment", "clock", "time"},
+                                                                   "judge": "on" | "off",
+                                                                   "dice_from": "engine" | "player"},
+               "notices": [str], "fair", "commitment", "clock", "time", "ended",
+               "asking": null | {"round", "check", "check_name", "character", "notation", "dice", "text"}},
      "rounds": [{"number", "player_text", "narration", "refusals": [str], "clock", "time",
                  "outcomes": [{"character", "result", "roll"}],
                  "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
@@ -18,7 +20,13 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
 
     ROLL = {"id", "kind", "character", "check", "check_name", "notation", "reason", "target",
             "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
-            "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt"}
+            "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt",
+            "typed", "salt", "sealed", "hash"}
+
+`typed` marks faces a player rolled at the table and typed in (gm.table); `asking` is a round paused
+for them. `salt` is a secret check's random salt (gm.secret); in the player's transcript a secret roll
+not yet revealed has no card in its round and is a stub in `integrity.rolls`: `sealed` true, `hash` its
+chain hash, its dice and band left out. `ended`: the story has ended (its secret rolls are shown).
 
 `clock` is the story's time on its world's calendar (gm.calendar), in minutes since the story
 began, and `time` the same in words ("Fireday, 12 Rainmoon 311 AL, 19:30 (dusk)"): the story's

@@ -151,6 +151,8 @@ def test_the_api_hides_a_secret_card_until_the_story_ends(store: Store, tmp_path
         shown = client.get(f"/api/stories/{story}", headers=auth).json()
         assert shown["rounds"][0]["rolls"] == [] and shown["integrity"]["rolls"][0]["sealed"] is True
         assert "Glimpse" not in json.dumps([shown["rounds"], shown["integrity"]["rolls"]])
+        audited = client.get(f"/api/stories/{story}/audit", headers=auth).json()
+        assert audited["ok"] is True and audited["sealed"] == 1 and "Glimpse" not in json.dumps(audited)
         ended = client.post(f"/api/stories/{story}/end", headers=auth)
         assert ended.status_code == 200 and ended.json()["ended"] is True
         after = client.get(f"/api/stories/{story}", headers=auth).json()
