@@ -249,7 +249,9 @@ class RoundTools:
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
             raise ModelRetry(refusal(settled, character.name))
         source, typed = dice.for_one_roll(self.source), False
-        if self.dice_from == "player":  # rolled at the table: the round pauses for the faces, then comes back here
+        # Rolled at the table: the round pauses for the faces, then comes back here. Not a secret check,
+        # whose dice the player must not see: the engine rolls those, at the table or not (gm.secret).
+        if self.dice_from == "player" and not check.secret:
             if self.typed_faces is None:
                 raise FacesNeeded(question_for(self.round_number, check.key, check.name, character.name, check.dice))
             source, typed, self.typed_faces = dice.GivenFaces(self.typed_faces), True, None

@@ -88,6 +88,7 @@ def card(roll: RollPublic) -> str:
 def opened(roll: RollPublic) -> str:
     """The card opened: the full dice line, and for a check how the value was read."""
     earlier = ", rolled in an earlier attempt" if roll.from_earlier_attempt else ""
+    earlier += ", typed at the table" if roll.typed else ""  # faces the player rolled and typed (gm.table)
     if roll.kind != "check":
         return f"{card(roll)}  [{roll.dice}{earlier}]"
     reading = roll.dice

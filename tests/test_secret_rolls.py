@@ -209,3 +209,17 @@ def test_a_rehearsal_rolls_a_secret_check_and_the_end_shows_it(tmp_path: Path, d
     assert "[dice]" not in before and "No dice were rolled in the last round." in before  # no card, not in /open
     assert "[secret, round 1] Read the water" in after
     assert STORY_ENDED in done.stderr  # no round after the end
+
+
+def test_a_secret_check_is_rolled_by_the_engine_even_at_the_table(store: Store, tmp_path: Path) -> None:
+    world = secret_world(tmp_path / "harbour")
+
+    async def play() -> Any:
+        async with table(store, [call("roll_check", NOTICE), narrate_roll()], faces=[3, 4]) as t:
+            story = t.game.start_story(world, settings={"dice_from": "player"})
+            return story, await t.game.play(story, "I watch the clerk.")
+
+    story, result = run(play())
+    assert isinstance(result, RoundResult) and result.outcomes[0].result == "partial"  # no pause, no question
+    [roll] = transcript(store, story).integrity.rolls  # type: ignore[union-attr]
+    assert (roll.faces, roll.typed) == ([[3, 4]], False)

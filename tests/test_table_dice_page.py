@@ -75,6 +75,10 @@ def test_the_play_page_asks_for_the_faces(browser: Any, store: Store, worlds: Pa
         expect(page.locator("#rounds > li.round .narration")).to_have_text("The lock gives with a soft click.")
         expect(page.locator("#faces-form")).to_be_hidden()
         expect(page.locator("details.card summary")).to_have_text("Risky attempt - Mara: Partial success")
+        page.locator("details.card summary").click()
+        expect(page.locator("details.card .dice-line")).to_have_text(
+            "1d20 (11) = 11, +3, target 12 -> 2, partial success, typed at the table"
+        )
         [roll] = transcript(store, story_id).rounds[0].rolls
         assert roll.faces == [[11]] and roll.typed
 

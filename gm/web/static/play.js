@@ -57,7 +57,8 @@ export function cardText(roll) {
 
 /** The card opened: what opened() shows in brackets (the itemised dice, modifier, target, value, result). */
 export function diceLine(roll) {
-  const earlier = roll.from_earlier_attempt ? ", rolled in an earlier attempt" : "";
+  const earlier =
+    (roll.from_earlier_attempt ? ", rolled in an earlier attempt" : "") + (roll.typed ? ", typed at the table" : "");
   if (roll.kind !== "check") return `${roll.dice}${earlier}`;
   let reading = String(roll.dice);
   if (roll.modifier) reading += `, ${signed(roll.modifier)}`;
