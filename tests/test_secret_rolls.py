@@ -159,6 +159,8 @@ def test_the_api_hides_a_secret_card_until_the_story_ends(store: Store, tmp_path
         assert after["rounds"][0]["rolls"][0]["band"] == "Glimpse"
         refused = client.post(f"/api/stories/{story}/messages", json={"text": "Again."}, headers=auth)
         assert refused.status_code == 409 and refused.json() == {"error": STORY_ENDED}
+        streamed = client.post(f"/api/stories/{story}/messages/stream", json={"text": "Again."}, headers=auth)
+        assert streamed.status_code == 409 and streamed.json() == {"error": STORY_ENDED}  # before any stream
     shutil.rmtree(worlds)
 
 

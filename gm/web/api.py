@@ -21,9 +21,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gm.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.errors import Conflict, GmError, NotFound, UsageError
-from gm.paused import NOTHING_WAITING, question_of
+from gm.paused import NOTHING_WAITING, question_of, refuse_if_waiting
 from gm.public import StoryPublic, TranscriptPublic
 from gm.round import NOTHING_TO_REGENERATE, RoundEvents, RoundPaused, RoundResult
+from gm.secret import refuse_if_ended
+from gm.store import Story
 from gm.table import read_faces
 from gm.transcript import story_public, transcript
 from gm.web.schemas import (
@@ -168,11 +170,12 @@ async def abandon(story_id: str, app: ServiceDep, token: TokenDep) -> AbandonedO
 @router.post(
     "/stories/{story_id}/messages/stream",
     response_class=EventStream,
-    responses={**EVENT_STREAM, **errors(401, 404, 422)},
+    responses={**EVENT_STREAM, **errors(401, 404, 409, 422)},
 )
 async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> EventStream:
-    """The same round as server-sent events: working, roll, refusal, narration, then done or failed."""
-    app.story(story_id, token)
+    """The same round as server-sent events: working, roll, refusal, narration, then done or failed
+    (409 before any stream for a story that has ended, or whose round waits for the player's dice)."""
+    refuse_before_stream(app, app.story(story_id, token))
     parse_or_refuse(body.text)  # bad commands are a 400 before any stream starts
     return _stream(app, story_id, lambda events: _play(app, story_id, body.text, events))
 
@@ -184,9 +187,17 @@ async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token:
 )
 async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> EventStream:
     """A new telling of the last round as server-sent events; 409 before any round, as without the stream."""
-    if app.story(story_id, token).rounds == 0:
+    story = app.story(story_id, token)
+    if story.rounds == 0:
         raise Conflict(NOTHING_TO_REGENERATE)
+    refuse_before_stream(app, story)
     return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
+
+
+def refuse_before_stream(app: Service, story: Story) -> None:
+    """What would stop a round at its start is a 409 before a stream starts, not a `failed` event in it."""
+    refuse_if_ended(story)
+    refuse_if_waiting(app.game.store, story.id)
 
 
 def parse_or_refuse(text: str) -> Any:
