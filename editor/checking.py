@@ -20,7 +20,7 @@ from gm.rules import validate
 from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
 
 from .calendar_form import calendar_field_ids
-from .dice_form import BAND_FIELDS, CHECK_FIELDS, DiceDraft, dice_data
+from .dice_form import BAND_FIELDS, CHECK_FIELDS, NATURAL_FIELDS, DiceDraft, dice_data
 from .world_form import WorldDraft, variable_rows, world_data
 
 _STEP = re.compile(r"\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\.([^.\[]*)")
@@ -68,7 +68,11 @@ def dice_field_ids(draft: DiceDraft) -> set[str]:
     ids = {FORM, "checks"}
     for number, check in enumerate(draft.checks):
         prefix = f"checks-{number}"
-        ids.update({prefix, f"{prefix}-bands", f"{prefix}-target", f"{prefix}-character"})
+        ids.update({prefix, f"{prefix}-bands", f"{prefix}-naturals", f"{prefix}-target", f"{prefix}-character"})
+        ids.add(f"{prefix}-opponent")
+        for natural in range(len(check.naturals)):
+            ids.add(f"{prefix}-naturals-{natural}")
+            ids.update(f"{prefix}-naturals-{natural}-{name}" for name in NATURAL_FIELDS)
         ids.update(f"{prefix}-{name}" for name in CHECK_FIELDS)
         for band in range(len(check.bands)):
             ids.add(f"{prefix}-bands-{band}")

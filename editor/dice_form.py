@@ -4,8 +4,10 @@ A draft keeps exactly what the author typed (text, even in number fields), so th
 mistakes comes back as it was sent. `dice_data` turns a draft into dice.json's data for validation
 and saving: numbers that read as whole numbers become numbers, anything else stays text for the
 schema to refuse at that field, and defaults are left out (`reading` total, `compare` absolute,
-`critical` false), as in the README's examples. Fields are named like `checks-0-bands-1-min`; the
-add, remove and move buttons send `action` values such as `add-band:0` or `up-check:2`.
+`critical` false), as in the README's examples. Fields are named like `checks-0-bands-1-min` (and
+`checks-0-naturals-0-face` for a natural); the add, remove and move buttons send `action` values such
+as `add-band:0`, `up-check:2` or `remove-natural:0:1`. A natural is typed as a face, an optional
+number of sides, and either a step (`kind` step) or the label of a band to send the roll to.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from starlette.exceptions import HTTPException
 
 from .fields import change, field_text, index_in, one_line, positions, text_area
 
-CHECK_FIELDS = ("key", "name", "use", "dice", "reading", "hit", "compare", "modifier")
+CHECK_FIELDS = ("key", "name", "use", "dice", "advantage", "disadvantage", "reading", "hit", "compare", "modifier")
 BAND_FIELDS = ("label", "min", "max", "result")
+NATURAL_FIELDS = ("face", "sides", "kind", "step", "band")
+NATURAL_KINDS = ("step", "band")
 RESULTS = ("succeeded", "partial", "failed")
 READINGS = ("total", "successes")
-COMPARES = ("absolute", "over", "under")
+COMPARES = ("absolute", "over", "under", "opposed")
 WHOLE = re.compile(r"^[+-]?\d{1,30}$")
 _CHECK_NAME = re.compile(r"^checks-(\d{1,4})-")
 _BAND_NAME = re.compile(r"^checks-(\d{1,4})-bands-(\d{1,4})-")
+_NATURAL_NAME = re.compile(r"^checks-(\d{1,4})-naturals-(\d{1,4})-")
 
 
 @dataclass
@@ -41,21 +46,36 @@ class BandDraft:
 
 
 @dataclass
+class NaturalDraft:
+    """One natural as typed: `kind` says whether it steps (`step`) or sends the roll to a band (`band`)."""
+
+    face: str = ""
+    sides: str = ""
+    kind: str = "step"
+    step: str = "1"
+    band: str = ""
+
+
+@dataclass
 class CheckDraft:
-    """One check as typed; `target` and `character` only choose what the chance strip shows."""
+    """One check as typed; `target`, `character` and `opponent` only choose what the chance strips show."""
 
     key: str = ""
     name: str = ""
     use: str = ""
     dice: str = ""
+    advantage: str = ""
+    disadvantage: str = ""
     reading: str = "total"
     hit: str = ""
     compare: str = "absolute"
     modifier: str = ""
     secret: bool = False  # rolled in secret: no card for the player until revealed (gm.secret)
     bands: list[BandDraft] = field(default_factory=lambda: [BandDraft()])
+    naturals: list[NaturalDraft] = field(default_factory=list)
     target: str = ""
     character: str = ""
+    opponent: str = ""
 
 
 @dataclass
@@ -77,12 +97,15 @@ def draft_from_data(data: Any) -> DiceDraft:
         if not isinstance(raw, dict):
             continue
         bands = raw.get("bands")
+        naturals = raw.get("naturals")
         draft.checks.append(
             CheckDraft(
                 key=field_text(raw.get("key")),
                 name=field_text(raw.get("name")),
                 use=field_text(raw.get("use")),
                 dice=field_text(raw.get("dice")),
+                advantage=field_text(raw.get("advantage")),
+                disadvantage=field_text(raw.get("disadvantage")),
                 reading=field_text(raw.get("reading", "total")),
                 hit=field_text(raw.get("hit")),
                 compare=field_text(raw.get("compare", "absolute")),
@@ -99,6 +122,17 @@ def draft_from_data(data: Any) -> DiceDraft:
                     for band in (bands if isinstance(bands, list) else [])
                     if isinstance(band, dict)
                 ],
+                naturals=[
+                    NaturalDraft(
+                        face=field_text(natural.get("face")),
+                        sides=field_text(natural.get("sides")),
+                        kind="band" if "band" in natural and "step" not in natural else "step",
+                        step=field_text(natural.get("step", "")),
+                        band=field_text(natural.get("band")),
+                    )
+                    for natural in (naturals if isinstance(naturals, list) else [])
+                    if isinstance(natural, dict)
+                ],
             )
         )
     return draft
@@ -108,13 +142,18 @@ def draft_from_form(form: Mapping[str, str]) -> DiceDraft:
     """The draft a posted form describes. Rows are taken in the order of their numbers, gaps closed up."""
     check_numbers = sorted({int(match[1]) for name in form if (match := _CHECK_NAME.match(name))})
     band_numbers: dict[int, set[int]] = {}
+    natural_numbers: dict[int, set[int]] = {}
     for name in form:
         if match := _BAND_NAME.match(name):
             band_numbers.setdefault(int(match[1]), set()).add(int(match[2]))
+        elif match := _NATURAL_NAME.match(name):
+            natural_numbers.setdefault(int(match[1]), set()).add(int(match[2]))
     draft = DiceDraft(schema=form.get("schema", ""))
     for number in check_numbers:
         prefix = f"checks-{number}-"
-        values = {name: one_line(form.get(prefix + name, "")) for name in (*CHECK_FIELDS, "target", "character")}
+        values = {
+            name: one_line(form.get(prefix + name, "")) for name in (*CHECK_FIELDS, "target", "character", "opponent")
+        }
         values["use"] = text_area(form.get(prefix + "use", ""))
         bands = []
         for band in sorted(band_numbers.get(number, ())):
@@ -125,7 +164,13 @@ def draft_from_form(form: Mapping[str, str]) -> DiceDraft:
                     critical=band_prefix + "critical" in form,
                 )
             )
-        draft.checks.append(CheckDraft(**values, secret=prefix + "secret" in form, bands=bands))
+        naturals = [
+            NaturalDraft(
+                **{name: one_line(form.get(f"{prefix}naturals-{natural}-{name}", "")) for name in NATURAL_FIELDS}
+            )
+            for natural in sorted(natural_numbers.get(number, ()))
+        ]
+        draft.checks.append(CheckDraft(**values, secret=prefix + "secret" in form, bands=bands, naturals=naturals))
     return draft
 
 
@@ -138,6 +183,9 @@ def dice_data(draft: DiceDraft) -> dict[str, Any]:
 
 def _check_data(check: CheckDraft) -> dict[str, Any]:
     data: dict[str, Any] = {"key": check.key, "name": check.name, "use": check.use, "dice": check.dice}
+    for edge in ("advantage", "disadvantage"):
+        if getattr(check, edge).strip():
+            data[edge] = getattr(check, edge)
     if check.reading != "total":
         data["reading"] = check.reading
     if check.hit.strip():
@@ -148,7 +196,20 @@ def _check_data(check: CheckDraft) -> dict[str, Any]:
         data["modifier"] = check.modifier
     if check.secret:
         data["secret"] = True
+    if check.naturals:
+        data["naturals"] = [_natural_data(natural) for natural in check.naturals]
     data["bands"] = [_band_data(band) for band in check.bands]
+    return data
+
+
+def _natural_data(natural: NaturalDraft) -> dict[str, Any]:
+    data: dict[str, Any] = {"face": number_or_text(natural.face)}
+    if natural.sides.strip():
+        data["sides"] = number_or_text(natural.sides)
+    if natural.kind == "band":
+        data["band"] = natural.band
+    else:
+        data["step"] = number_or_text(natural.step)
     return data
 
 
@@ -185,6 +246,11 @@ def apply_action(draft: DiceDraft, action: str) -> None:
     elif verb in {"remove-band", "up-band", "down-band"} and len(numbers) == 2:
         bands = checks[index_in(checks, numbers[0])].bands
         change(bands, verb.split("-")[0], index_in(bands, numbers[1]))
+    elif verb == "add-natural" and len(numbers) == 1:
+        checks[index_in(checks, numbers[0])].naturals.append(NaturalDraft())
+    elif verb == "remove-natural" and len(numbers) == 2:
+        naturals = checks[index_in(checks, numbers[0])].naturals
+        change(naturals, "remove", index_in(naturals, numbers[1]))
     else:
         raise HTTPException(400, f"The editor does not know the action {action!r}.")
 

@@ -228,14 +228,24 @@ def _holds(data: Any) -> bool:
     if not isinstance(data, dict) or set(data) - {"$schema", "checks"} or not isinstance(data.get("checks"), list):
         return False
     for check in data["checks"]:
-        if not isinstance(check, dict) or set(check) - {*CHECK_FIELDS, "bands"}:
+        if not isinstance(check, dict) or set(check) - {*CHECK_FIELDS, "bands", "naturals"}:
             return False
         bands = check.get("bands")
         if not isinstance(bands, list):
             return False
         if any(not isinstance(band, dict) or set(band) - {*BAND_FIELDS, "critical"} for band in bands):
             return False
+        naturals = check.get("naturals", [])
+        if not isinstance(naturals, list) or any(not _natural_shown(natural) for natural in naturals):
+            return False
     return True
+
+
+def _natural_shown(natural: Any) -> bool:
+    """Whether the form's natural row holds all of `natural`: a step or a band, not both."""
+    if not isinstance(natural, dict) or set(natural) - {"face", "sides", "step", "band"}:
+        return False
+    return not ("step" in natural and "band" in natural)
 
 
 def _raw_page(

@@ -1,7 +1,7 @@
 """Writing world.json and dice.json: a stable, readable layout, written atomically, the previous file kept.
 
 The layout is the README's: two-space indent, fields in the reference's order, a band (and a
-character's variables) on one line, UTF-8 with a trailing newline. Saving the sample worlds unchanged
+character's variables, a natural) on one line, UTF-8 with a trailing newline. Saving the sample worlds unchanged
 gives back their files byte for byte. A save writes a temporary file in the same folder, flushes and
 syncs it, copies the file it replaces to `<name>.bak`, then renames the new file into place, so the
 file is never missing or half-written and the previous version is always on disk. A save never
@@ -25,7 +25,22 @@ from typing import Any
 
 from gm.problems import MAX_FILE_BYTES, read_regular
 
-CHECK_ORDER = ("key", "name", "use", "dice", "reading", "hit", "compare", "modifier", "secret", "bands")
+CHECK_ORDER = (
+    "key",
+    "name",
+    "use",
+    "dice",
+    "advantage",
+    "disadvantage",
+    "reading",
+    "hit",
+    "compare",
+    "modifier",
+    "secret",
+    "naturals",
+    "bands",
+)
+NATURAL_ORDER = ("face", "sides", "step", "band")
 BAND_ORDER = ("label", "min", "max", "result", "critical")
 WORLD_ORDER = ("title", "premise", "instructions", "characters", "calendar")
 CALENDAR_ORDER = ("months", "weekdays", "era", "start", "parts_of_day")
@@ -89,9 +104,10 @@ def _check_lines(check: Any, indent: int) -> list[str]:
     lines = ["{"]
     for number, (name, value) in enumerate(members):
         comma = "," if number < len(members) - 1 else ""
-        if name == "bands" and isinstance(value, list):
-            bands = _block(value, indent + 2, lambda band, _: [_j(_ordered_dict(band, BAND_ORDER))])
-            lines.append(f"{pad}{_j(name)}: {bands}{comma}")
+        if name in ("bands", "naturals") and isinstance(value, list):
+            order = BAND_ORDER if name == "bands" else NATURAL_ORDER
+            items = _block(value, indent + 2, lambda item, _, order=order: [_j(_ordered_dict(item, order))])
+            lines.append(f"{pad}{_j(name)}: {items}{comma}")
         else:
             lines.append(f"{pad}{_j(name)}: {_j(value)}{comma}")
     return [*lines, " " * indent + "}"]

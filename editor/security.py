@@ -14,7 +14,9 @@ from pathlib import Path
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gm.asgi_body import GONE, TOO_LARGE, read_body, replaying
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MAX_BODY_BYTES = 1_000_000
@@ -94,27 +96,14 @@ class GuardMiddleware:
             await _plain(send, 413, f"Refused: a request may carry at most {self.max_body:,} bytes.")
             return
         # Read the body here, whatever its framing, so that a chunked upload is held to the limit as well.
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body.extend(message.get("body", b""))
-            if len(body) > self.max_body:
-                await _plain(send, 413, f"Refused: a request may carry at most {self.max_body:,} bytes.")
-                return
-            if not message.get("more_body", False):
-                break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        await self.app(scope, replay, send)
+        body = await read_body(receive, self.max_body)
+        if body == GONE:
+            return
+        if body == TOO_LARGE:
+            await _plain(send, 413, f"Refused: a request may carry at most {self.max_body:,} bytes.")
+            return
+        assert isinstance(body, bytes)
+        await self.app(scope, replaying(body, receive), send)
 
 
 async def _plain(send: Send, status: int, text: str) -> None:

@@ -5,7 +5,11 @@ ends make sense), even while it has other mistakes: a gap in an absolute check s
 segment, which is the point. The odds are `gm.chances.check_odds`: exact, or a labelled estimate for
 dice whose exact odds would take too long. Over/under checks are shown against a target the author
 types (by default the dice's mean, rounded as the rehearsal does), checks with a modifier for a
-character the author picks among those holding it as a whole number.
+character the author picks among those holding it as a whole number, and opposed checks against an
+opponent picked the same way (the strip reads the difference). A check with advantage or
+disadvantage dice gets a strip for each edge under its own. A check with naturals is drawn band by
+band along its ladder (lowest values first), each band's share counted after the naturals moved
+rolls between bands, since a value no longer names one band.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from functools import lru_cache
 from typing import Any, cast
 
 from gm import dice
-from gm.chances import check_odds
+from gm.chances import CheckOdds, check_odds
 from gm.problems import Problem
-from gm.rules import Band, Check, Compare, Reading, Result, read_value
+from gm.rules import Band, Check, Compare, Edge, Natural, Reading, Result, opposed_expression, read_value
+from gm.rules_coverage import ladder
 
-from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft
+from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft, NaturalDraft
 
 NARROW = 0.08  # segments narrower than this show their percentage only; their label is in the table
 
@@ -80,6 +85,7 @@ class Strip:
     exact: bool
     samples: int | None
     caption: str
+    title: str = ""  # "With advantage: 2d20kh1" for an edge's strip
 
     @property
     def void_percent(self) -> str:
@@ -102,6 +108,9 @@ class Preview:
     characters: tuple[tuple[str, int], ...]
     character: str
     problems: tuple[Problem, ...] = ()
+    edges: tuple[Strip, ...] = ()  # one more strip per edge the check declares
+    opponents: tuple[tuple[str, int], ...] = ()  # an opposed check's choice of opponent
+    opponent: str = ""
 
 
 def percent(probability: Fraction) -> str:
@@ -139,20 +148,53 @@ def preview(draft: CheckDraft, world: Any | None) -> Preview:
             half = Fraction(1, 2)
             target = math.floor(odds.mean + half) if check.compare == "over" else math.ceil(odds.mean - half)
     modifier = dict(holders).get(character, 0)
-    result = check_odds(check, target, modifier, odds)
-    strip = Strip(
-        _segments(check, odds, target, modifier),
+    opponents: tuple[tuple[str, int], ...] = ()
+    opponent = ""
+    against = ""
+    if check.opposed and holders:
+        opponents = holders
+        others = [name for name, _ in holders if name != character]
+        opponent = draft.opponent if draft.opponent in dict(holders) else (others[0] if others else character)
+        modifier -= dict(holders)[opponent]
+        against = opponent
+    strips = [
+        _strip(check, edge, target, modifier, _caption(check, target, modifier, character, bool(holders), against))
+        for edge in (None, *check.edges)
+    ]
+    shown = draft.target if problems else ("" if target is None else str(target))
+    return Preview(strips[0], "", shown, holders, character, problems, tuple(strips[1:]), opponents, opponent)
+
+
+def _strip(check: Check, edge: Edge | None, target: int | None, modifier: int, caption: str) -> Strip:
+    odds = distribution(check.rolled(edge).text, check.hit_read)
+    result = check_odds(check, target, modifier, odds, edge)
+    segments = _ladder_segments(check, result) if check.naturals else _segments(check, odds, target, modifier)
+    title = f"With {edge}: {check.rolled(edge).text}" if edge else ""
+    return Strip(
+        segments,
         tuple(
             BandRow(chance.band.label, _span(chance.band), chance.band.result, chance.band.critical, chance.probability)
             for chance in result.bands
         ),
         result.void,
-        odds.exact,
-        odds.samples,
-        _caption(check, target, modifier, character, bool(holders)),
+        result.dice.exact,
+        result.dice.samples,
+        caption + (", naturals applied" if check.naturals else ""),
+        title,
     )
-    shown = draft.target if problems else ("" if target is None else str(target))
-    return Preview(strip, "", shown, holders, character, problems)
+
+
+def _ladder_segments(check: Check, result: CheckOdds) -> tuple[Segment, ...]:
+    """One segment per band a roll can end in, lowest values first, then the void share (if any)."""
+    segments = []
+    for index in ladder(check):
+        band, chance = check.bands[index], result.bands[index].probability
+        if chance:
+            low, high = band.min if band.min is not None else 0, band.max if band.max is not None else 0
+            segments.append(Segment(index, band.label, band.result, band.critical, low, high, chance))
+    if result.void:
+        segments.append(Segment(None, "gap", "void", False, 0, 0, result.void))
+    return tuple(segments)
 
 
 def build_check(draft: CheckDraft) -> Check | str:
@@ -163,13 +205,33 @@ def build_check(draft: CheckDraft) -> Check | str:
         return "The chances show once the dice notation is right."
     if draft.reading not in READINGS or draft.compare not in COMPARES:
         return "The chances show once the reading and the comparison are chosen."
+    edges: dict[str, dice.Expression | None] = {}
+    for edge in ("advantage", "disadvantage"):
+        typed = getattr(draft, edge).strip()
+        try:
+            edges[edge] = dice.parse(typed) if typed else None
+            if typed and draft.compare == "opposed":
+                opposed_expression(dice.parse(typed), expression)
+        except dice.DiceError:
+            return f"The chances show once the {edge} dice are right."
+    if draft.compare == "opposed":
+        if draft.reading == "successes":
+            return "The chances show once the opposed check reads the total."
+        try:
+            opposed_expression(expression, expression)
+        except dice.DiceError:
+            return "The chances show once the dice can be rolled twice, one side against the other."
+    naturals = _naturals(draft.naturals)
+    if isinstance(naturals, str):
+        return naturals
     hit = None
     if draft.reading == "successes":
         if not WHOLE.match(draft.hit.strip()):
             return "The chances show once 'hit' is a whole number."
         hit = int(draft.hit.strip())
         try:
-            dice.check_successes(expression, hit)
+            for notation in (expression, *(edge for edge in edges.values() if edge is not None)):
+                dice.check_successes(notation, hit)
         except dice.DiceError:
             return "The chances show once the dice and 'hit' can be read as successes."
     bands = []
@@ -189,7 +251,26 @@ def build_check(draft: CheckDraft) -> Check | str:
         hit,
         cast(Compare, draft.compare),
         draft.modifier or None,
+        edges["advantage"],
+        edges["disadvantage"],
+        naturals,
     )
+
+
+def _naturals(drafts: list[NaturalDraft]) -> tuple[Natural, ...] | str:
+    """The naturals typed, or a sentence saying which one stops the chances from showing."""
+    found = []
+    for number, natural in enumerate(drafts, 1):
+        face, sides, step = (text.strip() for text in (natural.face, natural.sides, natural.step))
+        if not WHOLE.match(face) or (sides and not WHOLE.match(sides)):
+            return f"The chances show once natural {number}'s face (and sides, if given) are whole numbers."
+        if natural.kind == "band":
+            found.append(Natural(int(face), int(sides) if sides else None, 0, natural.band))
+        elif WHOLE.match(step) and int(step) != 0:
+            found.append(Natural(int(face), int(sides) if sides else None, int(step)))
+        else:
+            return f"The chances show once natural {number}'s step is a whole number other than 0."
+    return tuple(found)
 
 
 def _segments(check: Check, odds: dice.Odds, target: int | None, modifier: int) -> tuple[Segment, ...]:
@@ -239,8 +320,14 @@ def _span(band: Band) -> str:
     return str(band.min) if band.min == band.max else f"{band.min} to {band.max}"
 
 
-def _caption(check: Check, target: int | None, modifier: int, character: str, has_holders: bool) -> str:
+def _caption(
+    check: Check, target: int | None, modifier: int, character: str, has_holders: bool, opponent: str = ""
+) -> str:
     what = f"{check.dice.text}" + (f", successes (hit {check.hit}+)" if check.reading == "successes" else "")
+    if check.opposed and opponent:
+        return what + f" for {character} against the same for {opponent}: the difference, {modifier:+d} net"
+    if check.opposed:
+        what += " against the same dice: the difference"
     if check.modifier:
         what += (
             f" {modifier:+d} ({character}'s {check.modifier})"

@@ -5,7 +5,8 @@ what `gm.transcript.transcript` reads from the database) and checks, in this ord
 
 1. each roll, in chain order: its faces fit its notation, and its total, successes, dice line,
    modifier, value, band, result, critical and void are what the dice and the dice.json copied into
-   the story make of them; in a fair story, its faces are those its revealed seed derives (gm.fair);
+   the story make of them (with its edge's dice, its opponent's modifier and its naturals:
+   `gm.audit_checks`); in a fair story, its faces are those its revealed seed derives (gm.fair);
    and its `prev_hash` is the hash of the roll before it (gm.chain), so an edited, deleted or
    inserted roll breaks the chain. The last hash must be the story's chain head.
 2. a fair story's seeds: each revealed seed hashes to its commitment, and the seeds cover the rolls
@@ -29,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gm import dice, fair
+from gm.audit_checks import check_mismatches, expected_notation
 from gm.chain import genesis, roll_hash
 from gm.problems import ProblemsError
 from gm.public import RollPublic, RoundPublic, TranscriptPublic
-from gm.rules import CheckRollError, Rules, band_for, parse_rules, read_value
+from gm.rules import Rules, parse_rules
 
 # The fields a round's copy of a roll must share with the roll in the chain (the chain's own
 # fields, seq and prev_hash, are not in copies made before the chain existed).
@@ -55,6 +57,11 @@ COPIED = (
     "dice",
     "round",
     "attempt",
+    "edge",
+    "opponent",
+    "opponent_modifier",
+    "natural",
+    "stepped_from",
 )
 
 
@@ -201,13 +208,15 @@ def _recompute(
     ):
         return [f"its faces {roll.faces} are not what {roll.notation} rolls"]
     check = None
+    edge = None
     if roll.kind == "check":
         if rules is None or roll.check not in rules:
             return [f"it names check {roll.check!r}, which the story's dice.json does not have"]
         check = rules[roll.check or ""]
-        if check.dice.text != expression.text:
-            return [f"check {check.key!r} rolls {check.dice.text}, but this roll is {roll.notation}"]
-    hit = check.hit if check is not None and check.reading == "successes" else None
+        edge, wrong = expected_notation(roll, check)
+        if wrong is not None:
+            return [wrong]
+    hit = check.hit_read if check is not None else None
     again = dice.roll(expression, dice.GivenFaces([face for faces in roll.faces for face in faces]), hit=hit)
     report.recomputed += 1
     found = []
@@ -217,25 +226,7 @@ def _recompute(
         found.append(f"its dice line says {roll.dice!r}, but its faces read {str(again)!r}")
     if check is None:
         return found
-    if hit is not None and again.successes != roll.successes:
-        found.append(f"its faces show {again.successes} successes, but it says {roll.successes}")
-    wanted = modifiers.get(roll.character or "", {}).get(check.modifier, 0) if check.modifier else 0
-    if roll.modifier != wanted:
-        found.append(f"its modifier is {roll.modifier}, but {roll.character}'s {check.modifier} is {wanted}")
-    try:
-        rolled = again.successes if again.successes is not None else again.total
-        value = read_value(check, rolled, roll.target, roll.modifier)
-    except CheckRollError as error:
-        return [*found, str(error)]
-    band = band_for(check, value)
-    expected = (value, band.label if band else None, band.result if band else None, bool(band and band.critical))
-    if (roll.value, roll.band, roll.result, roll.critical) != expected or roll.void != (band is None):
-        told = f"band {band.label!r} ({band.result})" if band else "no band (void)"
-        found.append(
-            f"its dice read the value {value}, {told} by dice.json, but it says value {roll.value}, "
-            f"band {roll.band!r} ({roll.result})"
-        )
-    return found
+    return found + check_mismatches(roll, check, edge, again, modifiers)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from gm.public import QuestionPublic, RollPublic, StoryPublic
 from gm.round import RoundPaused, RoundResult
 from gm.secret import secret_checks
 from gm.text import visible
-from gm.transcript import card, opened, transcript
+from gm.transcript import card, opened, opened_lines, transcript
 
 
 class Chat:
@@ -198,7 +198,10 @@ class Chat:
             self.say("No dice were rolled in the last round.")
         else:
             for roll in self.last_rolls:
-                self.say(f"[dice] {opened(roll)}")
+                first, *more = opened_lines(roll)
+                self.say(f"[dice] {first}")
+                for line in more:
+                    self.say(f"      {line}")
 
     def say(self, text: str) -> None:
         if self.interactive:

@@ -22,7 +22,7 @@ from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
 from gm.problems import Problem
-from gm.rules import Check
+from gm.rules import Check, CheckRollError, Edge, opposed_modifier
 from gm.text import visible
 from gm.world import check_world, load_rules, load_world, world_files
 from gm.worlddef import DICE_FILE, modifier_for
@@ -49,13 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
         "odds",
         help="exact odds of notation, or of each band of a check",
         description="gm odds NOTATION [--hit H] [--modifier M] | "
-        "gm odds DICE_JSON_OR_WORLD CHECK [--target T] [--character NAME | --modifier M]",
+        "gm odds DICE_JSON_OR_WORLD CHECK [--target T] [--character NAME [--opponent NAME] | --modifier M] "
+        "[--edge advantage|disadvantage]",
     )
     odds.add_argument("subject", nargs="+", help="dice notation, or a dice.json file or world folder and a check key")
     odds.add_argument("--hit", type=int, help="odds of the number of successes: kept dice showing HIT or more")
     odds.add_argument("--target", type=int, help="the target of an over/under check")
     odds.add_argument("--modifier", type=int, help="a modifier added to the roll (default 0)")
     odds.add_argument("--character", help="a check rolled for this character of a world: its variable is the modifier")
+    odds.add_argument("--opponent", help="an opposed check's opponent, a character of the world, with --character")
+    odds.add_argument(
+        "--edge",
+        choices=["advantage", "disadvantage"],
+        help="only this edge's odds (by default a check with edge dice shows no edge, then each edge)",
+    )
     odds.add_argument("--json", action="store_true", help="print min, max, mean and exact fractions as JSON")
     odds.set_defaults(run=run_odds)
 
@@ -105,11 +112,20 @@ def run_odds(arguments: argparse.Namespace) -> int:
         if arguments.hit is not None:
             raise UsageError("--hit belongs to notation; a check takes its hit from dice.json")
         check, name, modifier = _check_for_odds(Path(subject[0]), subject[1], arguments)
-        result = check_odds(check, arguments.target, modifier)
+        edges: list[Edge | None] = [arguments.edge] if arguments.edge else [None, *check.edges]
+        try:
+            results = [check_odds(check, arguments.target, modifier, edge=edge) for edge in edges]
+        except CheckRollError as error:
+            raise UsageError(str(error)) from None
+        opponent = {"opponent": arguments.opponent} if check.opposed else {}
         if arguments.json:
-            print(json.dumps({**result.to_json(), "character": name}, indent=2))
+            data = {**results[0].to_json(), "character": name, **opponent}
+            if len(results) > 1:
+                data["edges"] = {str(result.edge): result.to_json() for result in results[1:]}
+            print(json.dumps(data, indent=2))
         else:
-            print(visible(render_check_odds(result, name)))  # names and labels from dice.json
+            # names and labels from dice.json
+            print(visible("\n".join(render_check_odds(result, name, arguments.opponent) for result in results)))
         return 0
     if arguments.target is not None:
         raise UsageError("--target belongs to a check: gm odds DICE_JSON_OR_WORLD CHECK --target T")
@@ -126,14 +142,25 @@ def _check_for_odds(path: Path, key: str, arguments: argparse.Namespace) -> tupl
     """The check `key`, the character named by --character (None without it) and the modifier to add."""
     try:
         if arguments.character is None:
+            if arguments.opponent is not None:
+                raise UsageError("--opponent goes with --character: gm odds WORLD CHECK --character A --opponent B")
             return load_rules(path)[key], None, arguments.modifier or 0
         if arguments.modifier is not None:
             raise UsageError("give --character (its variable is the modifier) or --modifier, not both")
         world = load_world(path)
         check, character = world.check(key), world.character(arguments.character)
+        modifier = modifier_for(check, character)
+        if not check.opposed:
+            if arguments.opponent is not None:
+                raise UsageError(f"check '{check.key}' is not opposed, so it takes no --opponent")
+            return check, character.name, modifier
+        if arguments.opponent is None:
+            raise UsageError(f"check '{check.key}' is opposed: name the character who resists with --opponent NAME")
+        opponent = world.character(arguments.opponent)
+        arguments.opponent = opponent.name
     except KeyError as error:
         raise UsageError(str(error.args[0])) from None
-    return check, character.name, modifier_for(check, character)
+    return check, character.name, opposed_modifier(modifier, modifier_for(check, opponent))
 
 
 def run_check(arguments: argparse.Namespace) -> int:
@@ -214,14 +241,19 @@ def _shown_range(distribution: dice.Odds) -> tuple[int, int]:
     return distribution.lowest + low, distribution.lowest + high
 
 
-def render_check_odds(result: CheckOdds, character: str | None = None) -> str:
+def render_check_odds(result: CheckOdds, character: str | None = None, opponent: str | None = None) -> str:
     check = result.check
     who = f" for {character}" if character else ""
+    if opponent:
+        who += f" against {opponent}"
     reading = f" successes (hit {check.hit}+)" if check.reading == "successes" else ""
     modifier = f" {result.modifier:+d}" if result.modifier else ""
     against = f", {check.compare} target {result.target}" if result.target is not None else ""
+    edge = f" with {result.edge}" if result.edge else ""
+    naturals = ", naturals applied" if check.naturals else ""
     how = "exact" if result.dice.exact else f"estimated from {result.dice.samples:,} rolls"
-    lines = [f"{check.name} ({check.key}){who}: {check.dice.text}{reading}{modifier}{against} ({how})"]
+    notation = check.rolled(result.edge).text
+    lines = [f"{check.name} ({check.key}){who}{edge}: {notation}{reading}{modifier}{against} ({how}{naturals})"]
     width = max(len(chance.band.label) for chance in result.bands)
     for chance in result.bands:
         critical = ", critical" if chance.band.critical else ""
@@ -242,7 +274,7 @@ def _either_way(result: CheckOdds) -> str:
     """Where a certain over/under check could go either way for the same modifier, in words."""
     if not result.check.needs_target:
         return ""
-    targets = uncertain_targets(result.check, result.modifier)
+    targets = uncertain_targets(result.check, result.modifier, result.edge)
     return f" (targets {describe_targets(targets)} can go either way)" if targets else " at any target"
 
 

@@ -12,6 +12,8 @@ The recipe (a player can redo it with nothing but SHA-256 and HMAC):
   eight 32-bit big-endian words, and the first word w below 2^32 - (2^32 mod S) gives the face
   w mod S + 1 of an S-sided die. Words at or above that limit are skipped (rejection sampling), so
   every face has exactly the same chance; for any die gm allows, a skip is rarer than one in four million.
+- A check rolled with an edge rolls its edge's notation (`2d20kh1`), and an opposed check's roll is
+  one notation, the actor's dice then the opponent's (`1d20-1d20`): their dice are numbered as written.
 
 Revealing a seed (`gm reveal`) publishes it and commits a fresh one for the rolls that follow
 (the next *epoch*), so the rolls after a reveal stay as unpredictable as those before it.

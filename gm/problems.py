@@ -162,6 +162,12 @@ def describe(error: ValidationError) -> str:
         return f"has {len(found)} entries, at most {expected} are allowed"
     if kind == "maxProperties":
         return f"has {len(found)} entries, at most {expected} are allowed"
+    if kind == "oneOf" and isinstance(found, dict) and "face" in error.schema.get("properties", {}):
+        return "a natural needs either 'step' (bands to move) or 'band' (where to send the roll), not both"
+    if kind == "not":
+        if found == 0 and error.relative_path and error.relative_path[-1] == "step":
+            return "a step of 0 moves nothing; use 1 to step up or -1 to step down"
+        return f"{_shown(found)} is not allowed here"
     if kind == "minimum":
         return f"{found} is too small, the least allowed is {expected}"
     if kind == "maximum":

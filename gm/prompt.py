@@ -158,9 +158,12 @@ def describe_world(world: World) -> str:
             target = {
                 "over": " Needs a target: the difficulty to beat.",
                 "under": " Needs a target: the number to roll under.",
+                "opposed": " Opposed: needs an opponent, the character who resists; the roll settles only the actor's"
+                " outcome.",
             }.get(check.compare, "")
             modifier = f" Adds the character's {check.modifier}." if check.modifier else ""
-            lines.append(f"- {check.key} ({check.name}): {check.use}{target}{modifier}")
+            edges = f" Takes edge: {' or '.join(check.edges)}." if check.edges else ""
+            lines.append(f"- {check.key} ({check.name}): {check.use}{target}{modifier}{edges}")
     return "\n".join(lines)
 
 

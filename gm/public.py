@@ -21,6 +21,7 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
     ROLL = {"id", "kind", "character", "check", "check_name", "notation", "reason", "target",
             "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
             "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt",
+            "edge", "opponent", "opponent_modifier", "natural", "stepped_from", "chances",
             "typed", "salt", "sealed", "hash"}
 
 `typed` marks faces a player rolled at the table and typed in (gm.table); `asking` is a round paused
@@ -35,6 +36,14 @@ current time, and each round's time when it ended. Both are null in a world with
 `kind` is `check` (roll_check), `dice` (roll_dice) or `player` (`/roll`); `dice` is the itemised
 line, such as "1d20 (14) = 14"; check fields are null for the other kinds. `seq` is the roll's place
 in the story's chain and `prev_hash` the hash of the roll before it (gm.chain);
+A check roll's table rules (issue 16): `edge` is `advantage` or `disadvantage` when the check's dice
+for it were rolled (then `notation` is those dice); an opposed check names its `opponent` and the
+opponent's modifier, rolls both sides as one notation (`1d20-1d20`: the actor's dice, then the
+opponent's subtracted) and its `value` is the actor's value minus the opponent's; `natural` says
+what natural faces did ("natural 20: stepped up from Success") and `stepped_from` names the band the
+value found before. `chances` (derived from dice.json, not stored) is each band's exact chance at the
+moment of the roll, `[{"label", "result", "critical", "probability"}]`, with `exact` false for an
+estimate; null for other rolls, or when the world's dice.json is not at hand.
 `from_earlier_attempt` says a round's roll was rolled by an earlier attempt at it that did not
 finish (it failed, or its process stopped), and came back to the attempt that did (gm.retries).
 `integrity` carries what `gm audit --file` needs to check the story with no database: every roll in
@@ -63,6 +72,27 @@ if TYPE_CHECKING:
 RollKind = Literal["check", "dice", "player"]
 Result = Literal["succeeded", "partial", "failed"]
 DiceSetting = Literal["shown", "hidden"]
+
+
+class ChancePublic(BaseModel):
+    """One band's chance at the moment of a roll, as an exact fraction in text ("9/20")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    result: Result
+    critical: bool = False
+    probability: str
+    exact: bool = True
+
+
+def _chances(data: Mapping[str, Any], world: World | None) -> list[ChancePublic] | None:
+    """Each band's chance for a check roll as it was rolled (target, modifiers, edge), or None."""
+    if data.get("kind") != "check" or world is None or world.rules is None or data.get("check_key") not in world.rules:
+        return None
+    from gm.card_odds import roll_chances  # the odds need the rules; this module only shapes data
+
+    return roll_chances(world.rules[data["check_key"]], data)
 
 
 class RollPublic(BaseModel):
@@ -94,6 +124,12 @@ class RollPublic(BaseModel):
     seed_epoch: int | None = None
     prev_hash: str | None = None
     from_earlier_attempt: bool = False
+    edge: str | None = None
+    opponent: str | None = None
+    opponent_modifier: int | None = None
+    natural: str | None = None
+    stepped_from: str | None = None
+    chances: list[ChancePublic] | None = None
     typed: bool = False  # the faces were rolled at the table and typed by the player (gm.table)
     salt: str | None = None  # a secret roll's salt, hashed with it (gm.secret); null in a sealed stub
     sealed: bool = False  # a secret roll not yet revealed, in the player's transcript: a stub (gm.secret)
@@ -136,6 +172,12 @@ class RollPublic(BaseModel):
             seed_epoch=data.get("seed_epoch"),
             prev_hash=data.get("prev_hash"),
             from_earlier_attempt=attempt in unfinished,
+            edge=data.get("edge"),
+            opponent=data.get("opponent"),
+            opponent_modifier=data.get("opponent_modifier"),
+            natural=data.get("natural_text"),
+            stepped_from=data.get("stepped_from"),
+            chances=_chances(data, world),
             typed=bool(data.get("typed", False)),
             salt=data.get("salt"),
         )

@@ -125,6 +125,11 @@ class RollRecord(SQLModel, table=True):
     critical: bool = False
     void: bool = False
     line: str = ""  # the itemised roll, e.g. "1d20 (14) = 14"
+    edge: str | None = None  # advantage | disadvantage: which of the check's dice were rolled
+    opponent: str | None = None  # an opposed check's other character
+    opponent_modifier: int | None = None
+    natural_text: str | None = None  # what naturals did, e.g. "natural 20: stepped up from Success"
+    stepped_from: str | None = None  # the band the value found before naturals moved it
     seq: int | None = None  # set by the store as the roll is written (every stored roll has one)
     prev_hash: str | None = None
     seed_epoch: int | None = None

@@ -3,7 +3,8 @@
 An outcome that disagrees with the dice never reaches the player or the story. The referee refuses:
 an outcome whose result differs from its roll's result; a roll named by two outcomes; a rolled-for
 character whose outcome does not name the roll; a check roll that serves no outcome; an unknown roll
-id, character, or a roll named for the wrong character; a roll that was void or is plain dice; and a
+id, character, or a roll named for the wrong character (an opposed roll settles the actor's outcome
+only: the opponent's outcome, if any, names no roll); a roll that was void or is plain dice; and a
 narration that shows the player a roll id or raw tool JSON, is longer than `MAX_NARRATION`, or holds
 a character no story can store (a NUL). A critical band does not change the result: a critical
 success is still `succeeded`. Each refusal is one sentence the model can act on.
@@ -34,6 +35,7 @@ class RoundRoll:
     band: str | None = None
     result: Result | None = None  # None for plain dice, player rolls and void check rolls
     void: bool = False
+    opponent: str | None = None  # an opposed check's other character, whose outcome it does not settle
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +109,10 @@ def _outcome_refusals(
         reason = f"roll {roll.id} is named by outcomes {named_by[roll.id] + 1} and {number}"
         refusals.append(Refusal(f"{reason}; each roll settles one outcome", roll.id, who))
     named_by.setdefault(roll.id, index)
-    if (roll.character or "").casefold() != who.casefold():
+    if roll.opponent is not None and roll.opponent.casefold() == who.casefold():
+        reason = f"roll {roll.id} was rolled for {roll.character} against {who}: it settles {roll.character}'s outcome"
+        refusals.append(Refusal(f"{reason} only; leave 'roll' out of {who}'s outcome", roll.id, who))
+    elif (roll.character or "").casefold() != who.casefold():
         reason = f"roll {roll.id} was rolled for {roll.character}, not {who}"
         refusals.append(Refusal(f"{reason}; name it in {roll.character}'s outcome", roll.id, who))
     elif roll.void:

@@ -68,7 +68,15 @@ from gm.prompt import (
     read_player_turn,
 )
 from gm.referee import ROLL_MENTION, TOOL_CALL
-from gm.rehearsal_checks import acting_player, choose_check, ranked_checks, target_for, why_not_rolled
+from gm.rehearsal_checks import (
+    acting_player,
+    choose_check,
+    edge_for,
+    opponent_for,
+    ranked_checks,
+    target_for,
+    why_not_rolled,
+)
 from gm.rehearsal_time import Advance, time_wanted
 from gm.worlddef import World
 
@@ -210,6 +218,10 @@ class RehearsalModel:
         target = target_for(check, character)
         if target is not None:
             arguments["target"] = target
+        if (edge := edge_for(check, speech)) is not None:
+            arguments["edge"] = edge
+        if check.opposed and (opponent := opponent_for(self.world, check, character, speech)) is not None:
+            arguments["opponent"] = opponent.name
         return None, [self._call("roll_check", arguments)]
 
     def _time_passing(self, messages: Sequence[Mapping[str, Any]], speech: str) -> Advance | None:
@@ -255,7 +267,11 @@ class RehearsalModel:
             check = self._check_name(str(result.get("check")))
             who = str(result["character"])
             attempt = f"{who} tries: {said}" if said else f"{who} acts."
-            lines.append(f"{MARK} {attempt} {check}: {result['band']} ({result['result']}).")
+            against = f" against {result['opponent']}" if result.get("opponent") else ""
+            edge = f" with {result['edge']}" if result.get("edge") else ""
+            lines.append(f"{MARK} {attempt} {check}{against}{edge}: {result['band']} ({result['result']}).")
+            if result.get("natural"):
+                lines.append(f"{MARK} {_safe(str(result['natural']))[:1].upper()}{_safe(str(result['natural']))[1:]}.")
             if result.get("critical"):
                 telling = {"succeeded": "a triumph", "failed": "a disaster"}.get(
                     str(result["result"]), "a turning point"

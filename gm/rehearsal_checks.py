@@ -15,7 +15,7 @@ that scores above 0 is tried.
 Who: the first character with the role "player"; with several, the player named in the text (the
 earliest named, as a whole word, ignoring case), else the first.
 
-Targets (`target_for`): an `absolute` check gets none. An `over` check gets a middling difficulty:
+Targets (`target_for`): an `absolute` (or `opposed`) check gets none. An `over` check gets a middling difficulty:
 the mean of what its dice read (total, or count of successes) rounded half up, so that without a
 modifier the roll meets the target about half the time (exactly half for one die: 11 for 1d20,
 7 for 2d6); the character's modifier then shifts the odds as it should. An `under` check gets the
@@ -26,6 +26,12 @@ half down (50 for d%, the midpoint of the range for dice without keep or drop). 
 every roll would give the same result (`gm.chances.certain`; the engine refuses such a roll) is
 moved to the nearest target at which the roll can go either way (the lower on a tie), so a
 character's skill of 0, or of 150 on d%, still gets a roll that can fail and succeed.
+
+Table rules (`edge_for`, `opponent_for`): a check with advantage (or disadvantage) dice is rolled with
+that edge when the player's words say "advantage" (or "disadvantage"), so a rehearsal can try each
+edge. An opposed check is rolled against the character named in the text other than the actor (the
+earliest named), else the first other character it can be rolled for; with none, it is passed over.
+Naturals need nothing: the engine applies them, and the narration repeats what they did.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from fractions import Fraction
 
 from gm import dice
 from gm.chances import can_go_either_way, certain, nearest_uncertain_target
-from gm.rules import Check
+from gm.rules import Check, Edge
 from gm.worlddef import Character, CharacterCannotRoll, World, modifier_for, whole_number
 
 ESTIMATE_SAMPLES = 20_000  # for the mean of dice too costly for exact odds; a target needs no more
@@ -120,9 +126,41 @@ def choose_check(world: World, text: str) -> tuple[Check, Character] | None:
     and that player; None if none."""
     character = acting_player(world, text)
     for check in ranked_checks(world, text):
-        if why_not_rolled(check, character) is None:
+        if why_not_rolled(check, character) is None and (
+            not check.opposed or opponent_for(world, check, character, text) is not None
+        ):
             return check, character
     return None
+
+
+def edge_for(check: Check, text: str) -> Edge | None:
+    """The edge the player's words ask for, if the check declares dice for it."""
+    said = words(text)
+    for edge in ("disadvantage", "advantage"):
+        if edge in said and check.dice_for(edge) is not None:
+            return edge
+    return None
+
+
+def opponent_for(world: World, check: Check, actor: Character, text: str) -> Character | None:
+    """Who resists an opposed check: the other character named earliest in `text`, else the first
+    other character the check can be rolled for."""
+    others = [character for character in world.characters if character.name != actor.name]
+    able = []
+    for character in others:
+        try:
+            modifier_for(check, character)
+        except CharacterCannotRoll:
+            continue
+        able.append(character)
+    named = [
+        (found.start(), character)
+        for character in able
+        if (found := re.search(rf"(?<!\w){re.escape(character.name)}(?!\w)", text, re.IGNORECASE))
+    ]
+    if named:
+        return min(named, key=lambda item: item[0])[1]
+    return able[0] if able else None
 
 
 def why_not_rolled(check: Check, character: Character) -> str | None:
@@ -142,7 +180,7 @@ def why_not_rolled(check: Check, character: Character) -> str | None:
 
 def target_for(check: Check, character: Character) -> int | None:
     """The target the rehearsal gives a roll of `check` for `character` (see the module docstring)."""
-    if check.compare == "absolute":
+    if not check.needs_target:
         return None
     wanted = _preferred_target(check, character)
     try:

@@ -4,7 +4,12 @@ A check rolls its `dice` for one character. The dice are read as a `total` (kept
 as `successes` (kept dice showing `hit` or more). The character's `modifier` variable, if the check
 names one, is added. Then `compare` makes the value the bands read: `absolute` reads it as it is,
 `over` reads `value - target` and `under` reads `target - value`, with `target` given by the game
-master when it asks for the roll. Bands are tried in order; the first that holds the value wins.
+master when it asks for the roll; `opposed` reads the actor's value minus an opponent's (both roll
+the dice, each with their own modifier: `Check.rolled`). Bands are tried in order; the first that
+holds the value wins. A check may also declare `advantage` and `disadvantage` dice (rolled instead of
+`dice` with that edge) and `naturals`, triggers on natural faces that move the band afterwards
+(`gm.naturals`). The table rules' own validation is `gm.rules_table`; band coverage is
+`gm.rules_coverage`.
 
 Validation returns every problem at once. Errors: anything the schema refuses, duplicate keys, bad
 notation, a successes check without `hit` or with constants or subtracted dice, `min` above `max`,
@@ -16,7 +21,6 @@ there is void). This module does no I/O; `gm.world` reads dice.json from disk.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -25,12 +29,17 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from gm import dice
+from gm.dice.tree import Expression as Notation
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, schema_problems, text_problems
+from gm.rules_coverage import coverage_problems
+from gm.rules_table import build_table, table_problems
 
 Result = Literal["succeeded", "partial", "failed"]
 Reading = Literal["total", "successes"]
-Compare = Literal["absolute", "over", "under"]
+Compare = Literal["absolute", "over", "under", "opposed"]
+Edge = Literal["advantage", "disadvantage"]
+EDGES: tuple[Edge, ...] = ("advantage", "disadvantage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +57,27 @@ class Band:
 
 
 @dataclass(frozen=True, slots=True)
+class Natural:
+    """A trigger on a natural face: when a kept die of the actor (with `sides` sides, or any die that
+    can show it) shows `face`, the band steps `step` places (up is toward higher values), or, with
+    `band`, the roll goes to that band. See `gm.naturals` for how triggers combine."""
+
+    face: int
+    sides: int | None = None
+    step: int = 0
+    band: str | None = None
+
+    @property
+    def watch(self) -> tuple[int, int | None]:
+        return self.face, self.sides
+
+    @property
+    def text(self) -> str:
+        """How the card names it: "natural 20", or "natural 6 on a d6" when the die is named."""
+        return f"natural {self.face}" if self.sides is None else f"natural {self.face} on a d{self.sides}"
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     """One check of dice.json, validated, with its notation parsed."""
 
@@ -60,18 +90,53 @@ class Check:
     hit: int | None = None
     compare: Compare = "absolute"
     modifier: str | None = None
+    advantage: Notation | None = None
+    disadvantage: Notation | None = None
+    naturals: tuple[Natural, ...] = ()
     secret: bool = False  # rolled in secret: no card for the player until revealed (gm.secret)
 
     @property
     def needs_target(self) -> bool:
-        return self.compare != "absolute"
+        return self.compare in ("over", "under")
+
+    @property
+    def opposed(self) -> bool:
+        return self.compare == "opposed"
+
+    @property
+    def hit_read(self) -> int | None:
+        """`hit` when the dice are read as successes, else None (the total is read)."""
+        return self.hit if self.reading == "successes" else None
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """The edges this check declares dice for, in the order advantage, disadvantage."""
+        return tuple(edge for edge in EDGES if self.dice_for(edge) is not None)
+
+    def dice_for(self, edge: Edge | None) -> Notation | None:
+        """The actor's dice with `edge` (None: the check's own dice), or None if the check declares none."""
+        if edge is None:
+            return self.dice
+        return self.advantage if edge == "advantage" else self.disadvantage
+
+    def rolled(self, edge: Edge | None = None) -> Notation:
+        """What one roll of this check rolls: the actor's dice with `edge`; for an opposed check,
+        followed by the opponent's own dice subtracted (`1d20-1d20`), so one roll holds both."""
+        actor = self.dice_for(edge)
+        if actor is None:
+            raise CheckRollError(f"check '{self.key}' declares no {edge} dice, so it takes no edge '{edge}'")
+        return opposed_expression(actor, self.dice) if self.opposed else actor
+
+    def reachable_for(self, edge: Edge | None = None) -> tuple[int, int]:
+        """The lowest and highest values `rolled(edge)` can give under this reading, before any modifier.
+
+        Every value between them can occur (see `gm.dice.bounds`)."""
+        return dice.bounds(self.rolled(edge), self.hit_read)
 
     @property
     def reachable(self) -> tuple[int, int]:
-        """The lowest and highest values the dice can give under this reading, before any modifier.
-
-        Every value between them can occur (see `gm.dice.bounds`)."""
-        return dice.bounds(self.dice, self.hit if self.reading == "successes" else None)
+        """`reachable_for` with no edge."""
+        return self.reachable_for(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,17 +170,44 @@ class BandGapError(CheckRollError):
 
 
 def read_value(check: Check, rolled: int, target: int | None = None, modifier: int = 0) -> int:
-    """The value the bands read: `rolled` (total or successes) plus `modifier`, compared with `target`."""
+    """The value the bands read: `rolled` (total or successes) plus `modifier`, compared with `target`.
+
+    For an opposed check `rolled` is the actor's total minus the opponent's (see `Check.rolled`) and
+    `modifier` the actor's modifier minus the opponent's (`opposed_modifier`)."""
     if check.needs_target and target is None:
         raise CheckRollError(f"check '{check.key}' compares {check.compare} a target, so it needs a target")
     if not check.needs_target and target is not None:
-        raise CheckRollError(f"check '{check.key}' reads its value as it is, so it takes no target")
+        said = "reads the actor's value minus the opponent's" if check.opposed else "reads its value as it is"
+        raise CheckRollError(f"check '{check.key}' {said}, so it takes no target")
     value = rolled + modifier
     if check.compare == "over":
         return value - (target or 0)
     if check.compare == "under":
         return (target or 0) - value
     return value
+
+
+def opposed_modifier(actor: int, opponent: int) -> int:
+    """The modifier an opposed check's bands read: the actor's minus the opponent's."""
+    return actor - opponent
+
+
+def opposed_expression(actor: dice.Expression, opponent: dice.Expression) -> dice.Expression:
+    """One notation for both sides of an opposed roll: the actor's dice, then the opponent's
+    subtracted term by term (`2d20kh1` against `1d20` is `2d20kh1-1d20`). Raises `dice.DiceError`
+    when the two together pass the notation's limits."""
+    return _opposed_text(actor.text, opponent.text)
+
+
+@cache  # by text: a parsed expression is not hashable, and a check is rolled every round
+def _opposed_text(actor: str, opponent: str) -> dice.Expression:
+    parsed = dice.parse(opponent)
+    flipped = "".join(("+" if term.negative else "-") + _term_text(term) for term in parsed.terms)
+    return dice.parse(actor + flipped)
+
+
+def _term_text(term: dice.Dice | dice.Constant) -> str:
+    return str(term.value) if isinstance(term, dice.Constant) else term.text
 
 
 def band_for(check: Check, value: int) -> Band | None:
@@ -187,6 +279,8 @@ def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
     if not schema_ok:
         return problems
     reading_ok = _reading_problems(raw, path, expression, problems)
+    table = table_problems(raw, path, expression)
+    problems.extend(table)
     labels: dict[str, int] = {}
     for number, band in enumerate(raw["bands"]):
         band_path = f"{path}.bands[{number}]"
@@ -197,7 +291,7 @@ def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
             message = f"the label '{band['label']}' is already used by bands[{labels[folded]}]"
             problems.append(Problem(f"{band_path}.label", message))
         labels.setdefault(folded, number)
-    if expression is not None and reading_ok:
+    if expression is not None and reading_ok and not any(problem.severity == "error" for problem in table):
         problems.extend(coverage_problems(_build_check(raw, expression), path))
     return problems
 
@@ -222,51 +316,6 @@ def _reading_problems(raw: dict[str, Any], path: str, expression: dice.Expressio
     return True
 
 
-def coverage_problems(check: Check, path: str, modifier: int = 0, who: str = "") -> list[Problem]:
-    """Gaps and unreachable bands of one check; `who` names the character whose `modifier` applies."""
-    problems: list[Problem] = []
-    low, high = check.reachable
-    for number, band in enumerate(check.bands):
-        earlier = check.bands[:number]
-        if band.min is not None and band.max is not None and band.min > band.max:
-            continue
-        if _covered(band.min, band.max, earlier):
-            problems.append(
-                Problem(
-                    f"{path}.bands[{number}]",
-                    f"the band '{band.label}' is covered by earlier bands and can never be reached",
-                    "warning",
-                )
-            )
-        elif check.compare == "absolute" and not _overlaps(band, low + modifier, high + modifier):
-            problems.append(
-                Problem(
-                    f"{path}.bands[{number}]",
-                    f"the band '{band.label}' lies outside the values {low + modifier} to {high + modifier}"
-                    f" the dice can give{who}",
-                    "warning",
-                )
-            )
-    if check.compare == "absolute":
-        gaps = list(_gaps(check.bands, low + modifier, high + modifier))
-        for first, last in gaps:
-            values = f"the value {first}" if first == last else f"the values {first} to {last}"
-            problems.append(
-                Problem(f"{path}.bands", f"check '{check.key}' can roll {values}{who}, which no band holds")
-            )
-    else:
-        for first, last in _gaps(check.bands, None, None):
-            values = _stretch(first, last)
-            problems.append(
-                Problem(
-                    f"{path}.bands",
-                    f"check '{check.key}' has no band for {values}; a roll landing there is void",
-                    "warning",
-                )
-            )
-    return problems
-
-
 def _build(data: dict[str, Any]) -> Rules:
     return Rules(tuple(_build_check(raw, dice.parse(raw["dice"])) for raw in data["checks"]))
 
@@ -286,46 +335,6 @@ def _build_check(raw: dict[str, Any], expression: dice.Expression) -> Check:
         raw.get("hit"),
         raw.get("compare", "absolute"),
         raw.get("modifier"),
+        **build_table(raw),
         secret=bool(raw.get("secret", False)),
     )
-
-
-def _overlaps(band: Band, low: int, high: int) -> bool:
-    return (band.min is None or band.min <= high) and (band.max is None or band.max >= low)
-
-
-def _covered(low: int | None, high: int | None, bands: Iterable[Band]) -> bool:
-    """Whether every value from `low` to `high` (None: unbounded) is held by one of `bands`."""
-    return not any(True for _ in _gaps(tuple(bands), low, high))
-
-
-def _gaps(bands: tuple[Band, ...], low: int | None, high: int | None) -> Iterable[tuple[int | None, int | None]]:
-    """Stretches from `low` to `high` (None: unbounded) that no band holds, lowest first."""
-    spans = sorted(
-        ((band.min, band.max) for band in bands if band.min is None or band.max is None or band.min <= band.max),
-        key=lambda span: -(10**12) if span[0] is None else span[0],
-    )
-    cursor = low  # the lowest value not yet known to be held; None is minus infinity
-    for start, end in spans:
-        if high is not None and cursor is not None and cursor > high:
-            return
-        if start is not None and (cursor is None or start > cursor):
-            gap_end = start - 1 if high is None else min(start - 1, high)
-            if cursor is None or gap_end >= cursor:
-                yield cursor, gap_end
-        if end is None:
-            return
-        if cursor is None or end + 1 > cursor:
-            cursor = end + 1
-    if high is None or cursor is None or cursor <= high:
-        yield cursor, high
-
-
-def _stretch(first: int | None, last: int | None) -> str:
-    if first is None and last is None:
-        return "any value"
-    if first is None:
-        return f"values of {last} or less"
-    if last is None:
-        return f"values of {first} or more"
-    return f"the value {first}" if first == last else f"the values {first} to {last}"

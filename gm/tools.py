@@ -26,13 +26,15 @@ from gm.chances import certain, refusal
 from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
+from gm.naturals import read_roll
 from gm.problems import describe, json_depth, shown, text_problems
 from gm.prompt import CheckFact, check_fact_text
 from gm.referee import MAX_NARRATION, Outcome, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
-from gm.rules import CheckRollError, band_for, read_value
+from gm.rules import CheckRollError, opposed_modifier, read_value
 from gm.store import RollRecord
 from gm.table import FacesNeeded, question_for
+from gm.tools_table import edge_asked, opponent_of, roll_check_properties
 from gm.worlddef import CharacterCannotRoll, World
 
 # Bounds on what the model sends, so nothing it writes can overflow a column or fill a round with junk:
@@ -62,21 +64,7 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
                 "(a roll that could only end one way at the target given is refused, and nothing is rolled). "
                 "Returns the roll id and its band (label, result, critical), never the number. "
                 "Rolling the same check for the same character again this round returns the first roll.",
-                {
-                    "check": {"type": "string", "enum": [check.key for check in world.rules.checks]},
-                    "character": {"type": "string", "enum": names},
-                    "target": {
-                        "type": "integer",
-                        "minimum": -MAX_TARGET,
-                        "maximum": MAX_TARGET,
-                        "description": "The difficulty or skill; only for over/under checks.",
-                    },
-                    "reason": {
-                        "type": "string",
-                        "maxLength": MAX_REASON,
-                        "description": "What the character attempts.",
-                    },
-                },
+                roll_check_properties(world, names, MAX_TARGET, MAX_REASON),
                 ["check", "character", "reason"],
             )
         )
@@ -235,8 +223,11 @@ class RoundTools:
             modifier = self.world.modifier_for(check, character)
             target = None if arguments.get("target") is None else int(arguments["target"])  # 12.0 is 12
             read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
+            edge = edge_asked(check, arguments.get("edge"))
+            opponent, against = opponent_of(self.world, check, character.name, arguments.get("opponent"))
         except (KeyError, CharacterCannotRoll, CheckRollError) as error:
             raise ModelRetry(str(error.args[0]) if error.args else str(error)) from None
+        net = opposed_modifier(modifier, against) if opponent is not None else modifier
         for roll in [*self.rolls, *self.earlier]:
             if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
                 if roll not in self.rolls:
@@ -245,20 +236,20 @@ class RoundTools:
         if (again := self.retried.check(check.key, character.name)) is not None:
             self.rolls.append(again)
             return ToolReply({**_check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE})
-        settled = certain(check, target, modifier)
+        settled = certain(check, target, net, edge)
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
             raise ModelRetry(refusal(settled, character.name))
         source, typed = dice.for_one_roll(self.source), False
+        rolled = check.rolled(edge)
         # Rolled at the table: the round pauses for the faces, then comes back here. Not a secret check,
         # whose dice the player must not see: the engine rolls those, at the table or not (gm.secret).
         if self.dice_from == "player" and not check.secret:
             if self.typed_faces is None:
-                raise FacesNeeded(question_for(self.round_number, check.key, check.name, character.name, check.dice))
+                raise FacesNeeded(question_for(self.round_number, check.key, check.name, character.name, rolled))
             source, typed, self.typed_faces = dice.GivenFaces(self.typed_faces), True, None
-        result = dice.roll(check.dice, source, hit=check.hit if check.reading == "successes" else None)
-        rolled = result.successes if result.successes is not None else result.total
-        value = read_value(check, rolled, target, modifier)
-        band = band_for(check, value)
+        result = dice.roll(rolled, source, hit=check.hit_read)
+        value, reading = read_roll(check, result, edge, target, net)
+        band = reading.band
         record = self._write(
             "check",
             result,
@@ -273,6 +264,11 @@ class RoundTools:
             result=band.result if band else None,
             critical=band.critical if band else False,
             void=band is None,
+            edge=edge,
+            opponent=opponent,
+            opponent_modifier=against if opponent is not None else None,
+            natural_text=reading.natural,
+            stepped_from=reading.stepped_from,
             typed=typed,
             salt=secrets.token_hex(16) if check.secret else None,  # so the sealed roll's hash hides it (gm.secret)
         )
@@ -397,7 +393,16 @@ def round_roll(record: RollRecord) -> RoundRoll:
     """What the referee may know of a stored roll."""
     assert record.id is not None
     kind = record.kind if record.kind in ("check", "dice", "player") else "dice"
-    return RoundRoll(record.id, kind, record.character, record.check_key, record.band, record.result, record.void)  # type: ignore[arg-type]
+    return RoundRoll(
+        record.id,
+        kind,  # type: ignore[arg-type]
+        record.character,
+        record.check_key,
+        record.band,
+        record.result,  # type: ignore[arg-type]
+        record.void,
+        record.opponent,
+    )
 
 
 def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
@@ -418,6 +423,13 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
         "result": record.result,
         "critical": record.critical,
     }
+    if record.edge:
+        content["edge"] = record.edge
+    if record.opponent:
+        content["opponent"] = record.opponent
+        content["serves"] = f"{record.character}'s outcome only; {record.opponent}'s outcome, if any, names no roll"
+    if record.natural_text:
+        content["natural"] = record.natural_text
     if record.critical:
         content["note"] = CRITICAL_NOTE
     if repeated:

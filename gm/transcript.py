@@ -73,9 +73,11 @@ def modifiers(world: World) -> dict[str, dict[str, int]]:
 
 
 def card(roll: RollPublic) -> str:
-    """The one-line dice card of a roll: "Lockpicking - Mara: Partial success"."""
+    """The one-line dice card of a roll: "Lockpicking - Mara: Partial success" ("Mara vs Tomas" opposed)."""
     who = roll.character or "the game master"
     if roll.kind == "check":
+        if roll.opponent:
+            who = f"{who} vs {roll.opponent}"
         told = "void (no band)" if roll.void else str(roll.band)
         return f"{roll.check_name or roll.check} - {who}: {told}"
     if roll.kind == "player":
@@ -91,15 +93,40 @@ def opened(roll: RollPublic) -> str:
     earlier += ", typed at the table" if roll.typed else ""  # faces the player rolled and typed (gm.table)
     if roll.kind != "check":
         return f"{card(roll)}  [{roll.dice}{earlier}]"
-    reading = roll.dice
-    if roll.modifier:
+    reading = f"with {roll.edge}: {roll.dice}" if roll.edge else roll.dice
+    if roll.opponent:
+        reading += f", {roll.modifier:+d} against {roll.opponent} {roll.opponent_modifier or 0:+d}"
+    elif roll.modifier:
         reading += f", {roll.modifier:+d}"
     if roll.target is not None:
         reading += f", target {roll.target}"
     reading += f" -> {roll.value}"
     result = "" if roll.void else f", {RESULT_WORDS.get(str(roll.result), roll.result)}"
     critical = ", critical" if roll.critical else ""
-    return f"{card(roll)}  [{reading}{result}{critical}{earlier}]"
+    natural = f"; {roll.natural}" if roll.natural else ""
+    return f"{card(roll)}  [{reading}{result}{critical}{natural}{earlier}]"
+
+
+def opened_lines(roll: RollPublic) -> list[str]:
+    """The opened card as the terminal shows it: `opened()`, then, for a check, the odds of each band
+    at the moment of the roll on a line of its own (the play page's second line)."""
+    return [opened(roll), f"  odds {odds_text(roll)}"] if roll.chances else [opened(roll)]
+
+
+def percent(probability: str) -> str:
+    """A fraction in text ("9/20") as a percentage with one decimal, halves rounded up ("45.0%");
+    integer arithmetic, so the play page (play.js) writes the same digits."""
+    top, _, bottom = probability.partition("/")
+    numerator, denominator = int(top), int(bottom or 1)
+    tenths = (numerator * 2000 + denominator) // (2 * denominator)
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
+def odds_text(roll: RollPublic) -> str:
+    """Each band's chance at the moment of the roll: "Failure 45.0%, Success 50.0%, ..."; "about" for an estimate."""
+    chances = roll.chances or []
+    about = "" if all(chance.exact for chance in chances) else "about "
+    return about + ", ".join(f"{chance.label} {percent(chance.probability)}" for chance in chances)
 
 
 def render_transcript(data: TranscriptPublic) -> str:
@@ -122,7 +149,9 @@ def render_transcript(data: TranscriptPublic) -> str:
         if record.time is not None:
             lines.append(f"  [time] {record.time}")
         for roll in record.rolls:
-            lines.append(f"  [dice] {opened(roll)}")
+            first, *more = opened_lines(roll)
+            lines.append(f"  [dice] {first}")
+            lines += [f"        {line}" for line in more]
         for outcome in record.outcomes:
             via = f" (roll {outcome.roll})" if outcome.roll is not None else ""
             lines.append(f"  [outcome] {outcome.character}: {outcome.result}{via}")

@@ -31,8 +31,9 @@ from jsonschema import Draft202012Validator
 from gm.calendar import Calendar, calendar_from_data, calendar_problems
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems, text_problems
-from gm.rules import Check, Rules, coverage_problems, parse_rules
+from gm.rules import Check, Rules, parse_rules
 from gm.rules import validate as validate_dice
+from gm.rules_coverage import coverage_problems
 
 MAX_MODIFIER = 1_000_000  # as for a notation's constants and a target, so a roll's value always fits its column
 WORLD_FILE = "world.json"

@@ -164,3 +164,12 @@ def write_world(folder: Path, world: dict[str, Any] = HARBOR_WORLD, dice: dict[s
 def harbor(tmp_path: Path) -> Path:
     """A small world folder with two checks: an over check with a modifier, and an absolute one."""
     return write_world(tmp_path / "harbor")
+
+
+@pytest.fixture
+def worlds(tmp_path: Path, harbor: Path) -> Path:
+    """A server's worlds folder holding the harbour world as `harbour` (editor tests use their own)."""
+    folder = tmp_path / "worlds"
+    folder.mkdir()
+    shutil.copytree(harbor, folder / "harbour")
+    return folder

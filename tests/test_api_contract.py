@@ -9,7 +9,6 @@ answers only loopback Host names on a loopback server; SQL parameters never reac
 from __future__ import annotations
 
 import logging
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,6 @@ from gm.testing import reply
 from gm.web.app import create_app
 
 ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorOut"}
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def start(client: Any, headers: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:

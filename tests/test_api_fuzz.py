@@ -12,7 +12,6 @@ finds the same cases every time; `GM_FUZZ_EXAMPLES` raises the bound for a longe
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,14 +79,6 @@ class Fuzzed:
     @property
     def cases(self) -> int:
         return sum(self.statuses.values())
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 @pytest.fixture

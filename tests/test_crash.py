@@ -49,13 +49,8 @@ def model() -> Iterator[FakeModel]:
 
 @pytest.fixture
 def pair(
-    tmp_path: Path, harbor: Path, database_url: str, model: FakeModel, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, worlds: Path, database_url: str, model: FakeModel, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Server, Server]]:
-    import shutil
-
-    worlds = tmp_path / "worlds"
-    worlds.mkdir()
-    shutil.copytree(harbor, worlds / "harbour")
     monkeypatch.setenv("GM_LEASE_SECONDS", str(LEASE_SECONDS))
     monkeypatch.setenv("GM_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
     started = [start_server(name, worlds, database_url, model, tmp_path) for name in ("A", "B")]

@@ -160,7 +160,7 @@ def test_a_modifier_held_as_text_is_an_error_at_that_variable(client: TestClient
     )
     assert page.status_code == 200
     assert problems_at(page.text, "characters-1-variables-0-value") == [
-        "error: 'nerve' is the modifier of check 'attempt', so it must be a whole number, not 'steady'"
+        "error: 'nerve' is the modifier of checks 'attempt' and 'outwit', so it must be a whole number, not 'steady'"
     ]
 
 
@@ -215,6 +215,8 @@ def test_the_dice_form_shows_every_field_of_a_check(client: TestClient) -> None:
         "checks-0-name": "Labour against the sea",
         "checks-0-use": json.loads((SAMPLES / "storm-wall" / "dice.json").read_text())["checks"][0]["use"],
         "checks-0-dice": "5d10",
+        "checks-0-advantage": "",
+        "checks-0-disadvantage": "",
         "checks-0-reading": "successes",
         "checks-0-hit": "7",
         "checks-0-compare": "absolute",
@@ -238,9 +240,9 @@ def test_checks_and_bands_are_added_removed_and_moved_without_saving(client: Tes
     before = path.read_bytes()
     page = submit(client, "/worlds/harbour-heist/dice", "add-check")
     fields = form_of(page.text)
-    assert fields["checks-3-key"] == "" and fields["checks-3-bands-0-label"] == ""
-    assert "checks-3-bands-1-label" not in fields
-    assert problems_at(page.text, "checks-3-key") == []  # a new row is not scolded before it is filled in
+    assert fields["checks-4-key"] == "" and fields["checks-4-bands-0-label"] == ""
+    assert "checks-4-bands-1-label" not in fields
+    assert problems_at(page.text, "checks-4-key") == []  # a new row is not scolded before it is filled in
     page = post(client, "/worlds/harbour-heist/dice", {**fields, "action": "add-band:0"})
     fields = form_of(page.text)
     assert fields["checks-0-bands-5-min"] == "" and fields["checks-0-bands-5-result"] == "failed"
@@ -249,12 +251,12 @@ def test_checks_and_bands_are_added_removed_and_moved_without_saving(client: Tes
     fields = form_of(page.text)
     page = post(client, "/worlds/harbour-heist/dice", {**fields, "action": "up-check:2"})
     fields = form_of(page.text)
-    assert [fields[f"checks-{number}-key"] for number in range(4)] == ["attempt", "talk", "lockwork", ""]
+    assert [fields[f"checks-{number}-key"] for number in range(5)] == ["attempt", "talk", "lockwork", "outwit", ""]
     page = post(client, "/worlds/harbour-heist/dice", {**fields, "action": "down-band:1:0"})
     fields = form_of(page.text)
     assert [fields[f"checks-1-bands-{band}-label"] for band in range(2)] == ["Failure", "Critical failure"]
-    page = post(client, "/worlds/harbour-heist/dice", {**fields, "action": "remove-check:3"})
-    assert "checks-3-key" not in form_of(page.text)
+    page = post(client, "/worlds/harbour-heist/dice", {**fields, "action": "remove-check:4"})
+    assert "checks-4-key" not in form_of(page.text)
     assert path.read_bytes() == before and not path.with_name("dice.json.bak").exists()
 
 
@@ -374,9 +376,11 @@ def test_an_unreachable_band_is_a_warning(client: TestClient, worlds: Path) -> N
 
 def test_strip_of_an_over_check_follows_target_and_character(client: TestClient) -> None:
     page = client.get("/worlds/harbour-heist/dice").text
-    # 1d20 + 2 (Odile's nerve) - 11: -8 to 11. Failure -8..-1 is 8 of 20, partial 0..3 is 4, success 4..8 is 5.
+    # 1d20 + 2 (Odile's nerve) - 11: -8 to 11. Failure -8..-1 is 8 of 20, partial 0..3 is 4, success 4..8 is 5;
+    # but a natural 1 (reading -8) steps down to Critical failure, so failure keeps 7.
     assert segments(page, 0) == [
-        ("Failure", "40.00%"),
+        ("Critical failure", "5.00%"),
+        ("Failure", "35.00%"),
         ("Partial success", "20.00%"),
         ("Success", "25.00%"),
         ("Critical success", "15.00%"),
@@ -385,17 +389,19 @@ def test_strip_of_an_over_check_follows_target_and_character(client: TestClient)
     changed = submit(
         client, "/worlds/harbour-heist/dice", "check", {"checks-0-target": "15", "checks-0-character": "Dace"}
     )
-    # 1d20 + 1 - 15: -13 to 6. Critical failure -13..-10 is 4 of 20, failure 9, partial 4, success 4..6 is 3.
+    # 1d20 + 1 - 15: -13 to 6. Critical failure -13..-10 is 4 of 20, failure 9, partial 4, success 4..6 is 3,
+    # of which a natural 20 (reading 6) steps up to Critical success, which no value reaches by itself.
     assert segments(changed.text, 0) == [
         ("Critical failure", "20.00%"),
         ("Failure", "45.00%"),
         ("Partial success", "20.00%"),
-        ("Success", "15.00%"),
+        ("Success", "10.00%"),
+        ("Critical success", "5.00%"),
     ]
     table = re.search(r'<div id="strip-0".*?</table>', changed.text, re.S)
     assert (
         table
-        and 'Critical success</td><td>9 or more</td><td>succeeded, critical</td><td class="number">0.00%' in table[0]
+        and 'Critical success</td><td>9 or more</td><td>succeeded, critical</td><td class="number">5.00%' in table[0]
     )
 
 

@@ -70,7 +70,7 @@ def opened_page(browser: Any, scripts: bool = True) -> Any:
 
 def strip_of(page: Any, check: int) -> list[str]:
     """The segments of one check's chance strip, as 'label percent'."""
-    segments = page.locator(f"#strip-{check} .segment")
+    segments = page.locator(f"#strip-{check} .strip-one:not([data-edge]) .segment")
     found = []
     for number in range(segments.count()):
         segment = segments.nth(number)
@@ -105,7 +105,7 @@ def test_an_author_adds_a_check_fixes_its_gap_and_saves(browser: Any, worlds: Pa
         expect(page.locator("#summary")).to_have_text("No problems: this can be saved.")
 
         page.get_by_role("button", name="Add a check").click()
-        check = page.locator("#checks-3")
+        check = page.locator("#checks-4")
         expect(check.get_by_role("heading", level=2)).to_have_text("New check")
         check.get_by_label("Key").fill("notice")
         check.get_by_label("Name").fill("Notice")
@@ -114,7 +114,7 @@ def test_an_author_adds_a_check_fixes_its_gap_and_saves(browser: Any, worlds: Pa
         check.get_by_label("Band 1 label").fill("Miss it")
         check.get_by_label("Band 1 max").fill("6")
         check.get_by_role("button", name="Add a band").click()  # a plain submit: what was typed comes back
-        check = page.locator("#checks-3")
+        check = page.locator("#checks-4")
         expect(check.get_by_label("Key")).to_have_value("notice")
         expect(check.get_by_label("Band 2 min")).to_have_value("7")  # just above the last band's max
         check.get_by_label("Band 2 label").fill("Glimpse")
@@ -122,20 +122,20 @@ def test_an_author_adds_a_check_fixes_its_gap_and_saves(browser: Any, worlds: Pa
         check.get_by_label("Band 2 max").fill("9")
         check.get_by_label("Band 2 result").select_option("partial")
         check.get_by_role("button", name="Add a band").click()
-        check = page.locator("#checks-3")
+        check = page.locator("#checks-4")
         check.get_by_label("Band 3 label").fill("See it")
         check.get_by_label("Band 3 result").select_option("succeeded")
         check.get_by_label("critical (band 3)").check()
 
         page.get_by_role("button", name="Check", exact=True).click()
-        check = page.locator("#checks-3")
-        expect(page.locator("#p-checks-3-bands")).to_have_text(
+        check = page.locator("#checks-4")
+        expect(page.locator("#p-checks-4-bands")).to_have_text(
             "check 'notice' can roll the value 7, which no band holds"
         )
-        expect(page.locator("#p-checks-3-bands li.error")).to_have_count(1)
+        expect(page.locator("#p-checks-4-bands li.error")).to_have_count(1)
         expect(page.locator("#summary")).to_contain_text("1 error to fix before saving")
-        assert strip_of(page, 3) == ["Miss it 41.67%", "gap 16.67%", "Glimpse 25.00%", "See it 16.67%"]
-        expect(page.locator("#strip-3")).to_contain_text("exact")
+        assert strip_of(page, 4) == ["Miss it 41.67%", "gap 16.67%", "Glimpse 25.00%", "See it 16.67%"]
+        expect(page.locator("#strip-4")).to_contain_text("exact")
         SCREENSHOT.parent.mkdir(exist_ok=True)
         check.screenshot(path=str(GAP_SCREENSHOT), style=HIDE_STICKY, animations="disabled")
 
@@ -143,29 +143,30 @@ def test_an_author_adds_a_check_fixes_its_gap_and_saves(browser: Any, worlds: Pa
         page.get_by_role("button", name="Save dice.json").click()
         expect(page.get_by_role("alert")).to_contain_text("Not saved")
         assert json.loads(dice_path.read_text()) == before
-        check = page.locator("#checks-3")
+        check = page.locator("#checks-4")
         expect(check.get_by_label("Band 2 min")).to_have_value("8")
 
         # The fix: the live preview clears the error and redraws the strip as the author types.
         expect(page.locator("form.dice")).to_have_attribute("data-live", "true")
         check.get_by_label("Band 2 min").fill("7")
-        expect(page.locator("#p-checks-3-bands")).to_be_empty()
+        expect(page.locator("#p-checks-4-bands")).to_be_empty()
         expect(page.locator("#summary")).to_have_text("No problems: this can be saved.")
-        expect(page.locator("#strip-3 .segment")).to_have_count(3)
-        assert strip_of(page, 3) == ["Miss it 41.67%", "Glimpse 41.67%", "See it 16.67%"]
+        expect(page.locator("#strip-4 .segment")).to_have_count(3)
+        assert strip_of(page, 4) == ["Miss it 41.67%", "Glimpse 41.67%", "See it 16.67%"]
         expect(check.get_by_label("Band 2 min")).not_to_have_attribute("aria-invalid", "true")
 
         # An over check's strip follows its target and the character rolled for.
         attempt = page.locator("#checks-0")
-        assert strip_of(page, 0)[0] == "Failure 40.00%"
+        assert strip_of(page, 0)[:2] == ["Critical failure 5.00%", "Failure 35.00%"]  # a natural 1 steps down
         attempt.get_by_label("Target").fill("15")
         attempt.get_by_label("Rolled for").select_option("Dace")
         expect(page.locator("#strip-0 .segment").first).to_contain_text("20.00%")
-        assert strip_of(page, 0) == [
+        assert strip_of(page, 0) == [  # a natural 20 (reading 6, Success) steps up to Critical success
             "Critical failure 20.00%",
             "Failure 45.00%",
             "Partial success 20.00%",
-            "Success 15.00%",
+            "Success 10.00%",
+            "Critical success 5.00%",
         ]
 
         check.scroll_into_view_if_needed()
@@ -212,5 +213,56 @@ def test_the_editor_works_without_scripts(browser: Any, worlds: Path) -> None:
         expect(page.get_by_role("status").first).to_contain_text("Saved dice.json")
         assert problems == []
     saved = json.loads(dice_path.read_text())
-    assert [check["key"] for check in saved["checks"]] == ["attempt", "talk", "lockwork"]
+    assert [check["key"] for check in saved["checks"]] == ["attempt", "talk", "lockwork", "outwit"]
     assert saved["checks"][1]["bands"][2] == {"label": "Partial success", "min": 0, "max": 2, "result": "partial"}
+
+
+def test_an_author_edits_naturals_edges_and_an_opposed_check_live(browser: Any, worlds: Path) -> None:
+    """Issue 16's table rules as form fields: an edge's strip, a natural added with its mistake shown
+    beside it as it is typed, an opposed strip against the opponent picked, and the save."""
+    expect = sync_api().expect
+    dice_path = worlds / "harbour-heist" / "dice.json"
+    with serving(worlds) as base, opened_page(browser) as (page, problems):
+        page.goto(f"{base}/worlds/harbour-heist/dice")
+        expect(page.locator("form.dice")).to_have_attribute("data-live", "true")
+        attempt = page.locator("#checks-0")
+        expect(attempt.get_by_label("With advantage", exact=True)).to_have_value("2d20kh1")
+        expect(page.locator("#strip-0 .edge-title")).to_have_text(
+            ["With advantage: 2d20kh1", "With disadvantage: 2d20kl1"]
+        )
+        expect(page.locator('#strip-0 [data-edge="advantage"] .segment').first).to_contain_text("0.25%")
+
+        # lockwork gains a natural 1 that steps two bands down: typed live, a face no d20 shows is an error there.
+        lockwork = page.locator("#checks-1")
+        lockwork.get_by_role("button", name="Add a natural").click()
+        lockwork = page.locator("#checks-1")
+        lockwork.get_by_label("Natural 1 face").fill("21")
+        expect(page.locator("#p-checks-1-naturals-0-all li.error")).to_have_text(
+            "face: no kept die of this check can show 21, so it never triggers"
+        )
+        expect(lockwork.get_by_label("Natural 1 face")).to_have_attribute("aria-invalid", "true")
+        lockwork.get_by_label("Natural 1 face").fill("1")
+        lockwork.get_by_label("Natural 1 step").fill("-2")
+        expect(page.locator("#p-checks-1-naturals-0-all")).to_be_empty()
+        # 1d20 + 4 (Odile's hands) - 11 reads d - 7: faces 1-6 fail, and no face reaches Critical failure
+        # (-10 or less) until the natural 1 (reading -6, Failure) is stepped two bands down, stopping there.
+        expect(page.locator("#strip-1 .segment").first).to_contain_text("5.00%")
+        expect(page.locator("#strip-1 .caption").first).to_contain_text("naturals applied")
+        assert strip_of(page, 1)[:2] == ["Critical failure 5.00%", "Failure 25.00%"]
+
+        # The opposed check reads against the opponent picked.
+        outwit = page.locator("#checks-3")
+        outwit.get_by_label("Rolled for").select_option("Odile")
+        outwit.get_by_label("against").select_option("Quell")
+        expect(page.locator("#strip-3 .caption").first).to_contain_text("against the same for Quell")
+        expect(page.locator("#strip-3 .segment").first).to_contain_text("22.75%")
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        lockwork.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOT.with_name("editor-dice-naturals.png")), style=HIDE_STICKY)
+
+        page.get_by_role("button", name="Save dice.json").click()
+        expect(page.get_by_role("status").first).to_contain_text("Saved dice.json")
+        assert problems == []
+    saved = json.loads(dice_path.read_text())
+    assert saved["checks"][1]["naturals"] == [{"face": 1, "step": -2}]
+    assert saved["checks"][0]["advantage"] == "2d20kh1" and saved["checks"][3]["compare"] == "opposed"

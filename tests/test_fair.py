@@ -9,7 +9,6 @@ import hmac
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -269,14 +268,6 @@ def test_revealing_a_story_without_fair_dice_is_one_line(harbor: Path, capsys: p
     assert code == 2 and err == f"error: story '{story}' does not use fair dice, so it has no seed to reveal\n"
     code, _, err = gm_here(capsys, "reveal", "0" * 32)
     assert code == 2 and err == f"error: there is no story '{'0' * 32}'; gm stories lists them\n"
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def test_the_api_starts_reveals_and_audits_a_fair_story(store: Store, worlds: Path) -> None:

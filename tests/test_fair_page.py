@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,17 +17,9 @@ from test_play_page import BAD_REQUEST, serving
 from gm import fair
 from gm.store import Store
 from gm.testing import http_error
-from gm.transcript import opened, transcript
+from gm.transcript import odds_text, opened, transcript
 
 NO_DICE = "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1"
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +78,9 @@ def test_a_fair_story_started_and_played_in_the_browser(browser: Any, store: Sto
         key = fair.key_for(seeds[0].seed, "Mara's <lucky> coin")
         assert kept.faces == fair.derive_faces(key, story_id, 1, "1d20")
         expect(card.locator(".dice-line")).to_have_text(re.sub(r"^.*?  \[(.*)\]$", r"\1", opened(kept)))
+        # The odds at the moment of the roll, in the same digits as the terminal's (play.js's percent).
+        expect(card.locator(".dice-odds")).to_have_text(f"odds {odds_text(kept)}")
+        assert odds_text(kept).startswith("Critical failure 0.0%, Failure 40.0%, Partial success 25.0%")
         expect(card.locator(".dice-line")).to_contain_text(", rolled in an earlier attempt")
         assert page.locator("#fair lucky").count() == 0  # the player's seed is text, never markup
         ARTIFACTS.mkdir(exist_ok=True)

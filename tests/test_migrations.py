@@ -81,6 +81,7 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "table_rules",
         "calendar",
         "integrity",
         "judge",
@@ -121,7 +122,16 @@ def drop_integrity(connection: Connection) -> None:
     """Take out what the integrity revision adds, leaving the tables as create_all made them before it."""
     connection.execute(text("DROP INDEX ix_rolls_story_seq"))
     connection.execute(text("DROP TABLE seeds"))
-    for column in ("seq", "prev_hash", "seed_epoch"):
+    for column in (
+        "seq",
+        "prev_hash",
+        "seed_epoch",
+        "edge",
+        "opponent",
+        "opponent_modifier",
+        "natural_text",
+        "stepped_from",
+    ):
         connection.execute(text(f"ALTER TABLE rolls DROP COLUMN {column}"))
     for column in ("chain_length", "chain_head", "legacy_rolls", "fair", "player_seed", "seed_epoch"):
         connection.execute(text(f"ALTER TABLE stories DROP COLUMN {column}"))
@@ -228,4 +238,20 @@ def test_the_calendar_revision_goes_down_and_up_again_keeping_the_clock_out_of_o
     later = 40 * 24 * 60 * 365 * 3000  # three thousand years of minutes: more than a 32-bit column holds
     newer = store.create_story(Story(title="New", world_data={}, settings={}, clock=later))
     assert store.story(newer.id).clock == later
+    store.engine.dispose()
+
+
+def test_the_table_rules_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to calendar the rolls lose the table rules' columns; up again, an old story still reads."""
+    upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text(OLD_STORY))
+        command.downgrade(config(connection), "calendar")
+    assert revision_of(engine) == "calendar"
+    columns = {column["name"] for column in inspect(engine).get_columns("rolls")}
+    assert not columns & {"edge", "opponent", "opponent_modifier", "natural_text", "stepped_from"}
+    store = Store(database_url)
+    assert revision_of(store.engine) == HEAD
+    assert drift(store.engine) == []
+    assert_old_story_reads(store)
     store.engine.dispose()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +26,6 @@ from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
 from gm.text import UnstorableText
 from gm.world import check_world
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def start(client: Any) -> tuple[str, dict[str, str]]:

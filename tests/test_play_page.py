@@ -35,14 +35,6 @@ NOT_FOUND = "the server responded with a status of 404 (Not Found)"
 TRICKY_TITLE = 'Mara\'s <b>Harbour</b> & "Co"'
 
 
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
-
-
 # ---- routes ----
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -66,14 +65,6 @@ def test_words_that_only_look_like_notation_stay_words(line: str, notation: str,
     command = parse_command(line)
     assert isinstance(command, RollDice)
     assert (command.roll.expression.text, command.roll.purpose) == (notation, purpose)
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def refusal(text: str) -> str:

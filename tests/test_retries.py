@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -200,14 +199,6 @@ def test_a_failed_regenerate_does_not_reroll_a_new_check(store: Store, harbor: P
     result = run(play())
     assert [(roll.check, roll.faces) for roll in result.rolls] == [("attempt", [[11]]), ("notice", [[3, 4]])]
     assert len(all_rolls(store)) == 2
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def test_through_the_api_a_retry_gets_the_same_roll(store: Store, worlds: Path) -> None:

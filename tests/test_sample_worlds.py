@@ -127,8 +127,8 @@ def test_over_and_under_checks_give_every_character_a_band_at_any_target(folder:
         ("storm-wall", "read_water", None, "Hesper", ["1/16", "4/16", "10/16", "1/16"]),
         # d% under 50 reads 50 - r: r 1-5 | 6-50 | 51-60 | 61-95 | 96-100
         ("ward-nine", "skill", 50, "Agnes", ["5/100", "45/100", "10/100", "35/100", "5/100"]),
-        # d% under 65 reads 65 - r: r 1-20 | 21-65 | 66-75 | 76-100 | none
-        ("ward-nine", "skill", 65, "Agnes", ["20/100", "45/100", "10/100", "25/100", "0"]),
+        # d% under 65 reads 65 - r: r 1-20 | 21-65 | 66-75 | 76-99 | a natural 100, always a fumble
+        ("ward-nine", "skill", 65, "Agnes", ["20/100", "45/100", "10/100", "24/100", "1/100"]),
     ],
 )
 def test_the_odds_chosen_for_play(name: str, key: str, target: int | None, character: str, expected: list[str]) -> None:

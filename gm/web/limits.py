@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gm.asgi_body import GONE, TOO_LARGE, read_body, replaying
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -71,33 +73,20 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await send_error(send, 413, too_large)
             return
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body.extend(message.get("body", b""))
-            if len(body) > self.limit:  # chunked, or lying about its length
-                await send_error(send, 413, too_large)
-                return
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive, self.limit)
+        if body == GONE:
+            return
+        if body == TOO_LARGE:  # chunked, or lying about its length
+            await send_error(send, 413, too_large)
+            return
+        assert isinstance(body, bytes)
         if "json" in headers.get("content-type", "").lower():
             try:
-                bytes(body).decode("utf-8")
+                body.decode("utf-8")
             except UnicodeDecodeError as error:
                 await send_error(send, 422, f"the request body is not UTF-8 text (byte {error.start + 1})")
                 return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)
 
 
 async def send_error(send: Send, status: int, message: str) -> None:

@@ -2,7 +2,7 @@
 and secret rolls: the reveals of them (reveals) and the end of a story, which reveals them all (stories.ended_at).
 
 Revision ID: table_dice
-Revises: calendar
+Revises: table_rules
 Create Date: 2026-12-01
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "table_dice"
-down_revision: str | Sequence[str] | None = "calendar"
+down_revision: str | Sequence[str] | None = "table_rules"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

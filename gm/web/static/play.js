@@ -45,7 +45,8 @@ export function cardText(roll) {
   const who = roll.character || "the game master";
   if (roll.kind === "check") {
     const told = roll.void ? "void (no band)" : String(roll.band);
-    return `${roll.check_name || roll.check} - ${who}: ${told}`;
+    const side = roll.opponent ? `${who} vs ${roll.opponent}` : who;
+    return `${roll.check_name || roll.check} - ${side}: ${told}`;
   }
   if (roll.kind === "player") {
     const purpose = roll.reason ? ` for ${roll.reason}` : "";
@@ -60,13 +61,31 @@ export function diceLine(roll) {
   const earlier =
     (roll.from_earlier_attempt ? ", rolled in an earlier attempt" : "") + (roll.typed ? ", typed at the table" : "");
   if (roll.kind !== "check") return `${roll.dice}${earlier}`;
-  let reading = String(roll.dice);
-  if (roll.modifier) reading += `, ${signed(roll.modifier)}`;
+  let reading = roll.edge ? `with ${roll.edge}: ${roll.dice}` : String(roll.dice);
+  if (roll.opponent) reading += `, ${signed(roll.modifier)} against ${roll.opponent} ${signed(roll.opponent_modifier || 0)}`;
+  else if (roll.modifier) reading += `, ${signed(roll.modifier)}`;
   if (roll.target !== null && roll.target !== undefined) reading += `, target ${roll.target}`;
   reading += ` -> ${roll.value}`;
   if (!roll.void) reading += `, ${RESULT_WORDS[roll.result] || roll.result}`;
   if (roll.critical) reading += ", critical";
+  if (roll.natural) reading += `; ${roll.natural}`;
   return reading + earlier;
+}
+
+/** A fraction in text ("9/20") as a percentage, as percent() in gm/transcript.py writes it. */
+export function percent(probability) {
+  const [top, bottom] = String(probability).split("/");
+  const numerator = BigInt(top);
+  const denominator = BigInt(bottom || "1");
+  const tenths = (numerator * 2000n + denominator) / (2n * denominator);
+  return `${tenths / 10n}.${tenths % 10n}%`;
+}
+
+/** Each band's chance at the moment of the roll, as odds_text() in gm/transcript.py. */
+export function oddsText(roll) {
+  const chances = roll.chances || [];
+  const about = chances.every((chance) => chance.exact) ? "" : "about ";
+  return about + chances.map((chance) => `${chance.label} ${percent(chance.probability)}`).join(", ");
 }
 
 // ---- drawing ----
@@ -94,6 +113,7 @@ function diceCards(rolls) {
     if (roll.critical) card.classList.add("critical");
     card.open = openCards.has(roll.id);
     card.append(element("summary", null, cardText(roll)), element("p", "dice-line", diceLine(roll)));
+    if (roll.chances && roll.chances.length) card.append(element("p", "dice-odds", `odds ${oddsText(roll)}`));
     card.addEventListener("toggle", () => (card.open ? openCards.add(roll.id) : openCards.delete(roll.id)));
     box.append(card);
   }

@@ -1,0 +1,59 @@
+"""The odds an opened dice card shows: each band's exact chance at the moment of a check roll.
+
+The roll's own record says everything the odds depend on: the check (from the dice.json copied into
+the story, so it is the one the roll was made under), its edge, its target, and the modifiers (for an
+opposed check, the actor's minus the opponent's). Results are cached, as a transcript shows the same
+check at the same target many times. Pure apart from that cache: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from gm.chances import check_odds
+from gm.lru import LRU
+from gm.rules import EDGES, Check, CheckRollError, Edge, opposed_modifier
+
+if TYPE_CHECKING:
+    from gm.public import ChancePublic
+
+_CACHE: LRU[tuple[str, int | None, int, str | None], list[ChancePublic]] = LRU(512)
+
+
+def roll_chances(check: Check, roll: Mapping[str, Any]) -> list[ChancePublic] | None:
+    """Each band's chance for a stored check roll (its record or a copy of it), or None when the
+    roll cannot be read against this check any more (a target it does not take, an unknown edge)."""
+    from gm.public import ChancePublic
+
+    edge = roll.get("edge")
+    if edge is not None and edge not in EDGES:
+        return None
+    modifier = int(roll.get("modifier") or 0)
+    if check.opposed:
+        modifier = opposed_modifier(modifier, int(roll.get("opponent_modifier") or 0))
+    target = roll.get("target")
+    key = (repr(check), target, modifier, edge)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    try:
+        odds = check_odds(check, target, modifier, edge=_edge(edge))
+    except CheckRollError:
+        return None
+    chances = [
+        ChancePublic(
+            label=chance.band.label,
+            result=chance.band.result,
+            critical=chance.band.critical,
+            probability=str(chance.probability),
+            exact=odds.dice.exact,
+        )
+        for chance in odds.bands
+    ]
+    _CACHE.put(key, chances)
+    return chances
+
+
+def _edge(edge: str | None) -> Edge | None:
+    return "advantage" if edge == "advantage" else "disadvantage" if edge == "disadvantage" else None
