@@ -1,8 +1,9 @@
 """`gm`: the command line, a thin layer over the library.
 
-Exit codes: 0 success; 1 when `gm check` finds errors, or when a round of `gm play` could not be
-played; 2 bad input, with one `error:` line on stderr; 3 an internal failure, also one line. Never a
-traceback, and never a control character from a model or a world file (`gm.text.visible`).
+Exit codes: 0 success; 1 when `gm check` finds errors, when `gm model check` finds gm cannot play on
+the endpoint, or when a round of `gm play` could not be played; 2 bad input, with one `error:` line on
+stderr; 3 an internal failure, also one line. Never a traceback, and never a control character from a
+model or a world file (`gm.text.visible`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gm import __version__, dice
 from gm.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
 from gm.cli_audit import add_audit_subcommands
 from gm.cli_edit import add_edit_subcommand
+from gm.cli_model import add_model_subcommands
 from gm.cli_serve import add_serve_subcommand
 from gm.cli_story import add_story_subcommands
 from gm.errors import GmError, UsageError
@@ -76,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_subcommands(subcommands)
     add_serve_subcommand(subcommands)
     add_edit_subcommand(subcommands)
+    add_model_subcommands(subcommands)
     return parser
 
 

@@ -10,13 +10,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gm.cli_edit import editor_login, print_login
-from gm.cli_story import REHEARSAL, add_judge_argument, add_prompts_argument, choose_judge
+from gm.cli_story import (
+    REHEARSAL,
+    add_judge_argument,
+    add_prompts_argument,
+    add_tools_argument,
+    choose_judge,
+    model_settings,
+)
 from gm.errors import UsageError
 from gm.game import Game
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm.instructions import use_prompts
 from gm.lease import check_settings
-from gm.model import ModelClient, ModelSettings
+from gm.model import ModelClient
 from gm.round import RoundSettings
 from gm.store import Store
 
@@ -35,6 +42,7 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
     serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
+    add_tools_argument(serve)
     add_judge_argument(serve)
     add_prompts_argument(serve)
     serve.set_defaults(run=run_serve)
@@ -50,7 +58,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
     use_prompts(arguments.prompts)  # every prompt file is checked before anything else
     if arguments.model == REHEARSAL:
         raise UsageError("rehearsal plays one world at a time; use it with gm play WORLD --model rehearsal")
-    model = ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
+    model = ModelClient(model_settings(arguments))
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     mounted = hosts is not None and arguments.worlds.is_dir()
     login, generated = editor_login(arguments.host, UsageError) if mounted else (None, None)

@@ -49,6 +49,7 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     play.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}' to play offline")
     play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
+    add_tools_argument(play)
     add_judge_argument(play)
     add_prompts_argument(play)
     play.set_defaults(run=run_play)
@@ -111,7 +112,22 @@ def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
     """The rehearsal stand-in when asked for by name; otherwise the configured endpoint (never a silent fallback)."""
     if arguments.model == REHEARSAL:
         return RehearsalModel(world)
-    return ModelClient(ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model))
+    return ModelClient(model_settings(arguments))
+
+
+def model_settings(arguments: argparse.Namespace) -> ModelSettings:
+    """The endpoint's settings from the flags, the environment filling in what they leave out."""
+    return ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model, arguments.tools)
+
+
+def add_tools_argument(parser: argparse.ArgumentParser) -> None:
+    """`--tools native|prompted|auto`: how tools are offered to the model (see gm.model)."""
+    parser.add_argument(
+        "--tools",
+        choices=["native", "prompted", "auto"],
+        help="offer tools natively, describe them in the prompt (for servers without tool calling), or decide "
+        "per endpoint and model on the first refusal (default GM_TOOLS, else auto)",
+    )
 
 
 def add_judge_argument(parser: argparse.ArgumentParser) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from gm.completion import strip_reasoning
 from gm.errors import RoundFailed
 from gm.model import PLACEHOLDER_API_KEY, ChatModel, Completion, ModelRequestRejected, ModelSettings
 from gm.prompt import TOLD_AS, JudgeRequest, Told, judge_messages
@@ -72,7 +73,6 @@ RESPONSE_FORMAT: dict[str, Any] = {
     "json_schema": {"name": FORMAT_NAME, "strict": True, "schema": VERDICT_SCHEMA},
 }
 
-_THINKING = re.compile(r"<(think|thinking)>.*?(</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
@@ -182,7 +182,7 @@ def read_verdicts(text: str, request: JudgeRequest) -> list[Verdict]:
     Reasoning blocks and code fences are removed first. Anything else wrong (not JSON, the wrong
     shape, a character missing or named twice, one not asked about) raises ValueError with the reason.
     """
-    cleaned = _THINKING.sub("", text).strip()
+    cleaned = strip_reasoning(text).strip()
     fenced = _FENCE.search(cleaned)
     if fenced:
         cleaned = fenced.group(1).strip()

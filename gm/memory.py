@@ -19,10 +19,10 @@ after any failed call. What is stored is the answer without its reasoning blocks
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gm.calendar import story_time
+from gm.completion import strip_reasoning
 from gm.model import ChatModel, Completion, ModelError
 from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_round_messages
 from gm.store import MemoryEntry, Store, Story, model_call_from
@@ -30,15 +30,6 @@ from gm.text import storable
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
-
-# A reasoning model's thinking, which some servers leave in the content: <think>...</think> or
-# <thinking>...</thinking>; an unclosed block runs to the end of the answer.
-_REASONING = re.compile(
-    r"<(?:think|thinking)(?:\s[^>]*)?>.*?(?:</(?:think|thinking)\s*>|\Z)", re.IGNORECASE | re.DOTALL
-)
-# A closing tag left over once whole blocks are gone: the server's chat template opened the block in
-# the prompt (as DeepSeek-R1's does), so everything before it is thinking too.
-_OPENED_IN_THE_PROMPT = re.compile(r"\A.*</(?:think|thinking)\s*>", re.IGNORECASE | re.DOTALL)
 
 
 class EmptyMemory(ModelError):
@@ -48,8 +39,7 @@ class EmptyMemory(ModelError):
 def summary_text(content: str | None) -> str:
     """A memory keeper's answer as it is stored: reasoning blocks and surrounding whitespace removed
     ("" when nothing is left)."""
-    text = _REASONING.sub("", content or "")
-    return _OPENED_IN_THE_PROMPT.sub("", text).strip()
+    return strip_reasoning(content or "").strip()
 
 
 def recall(store: Store, story: Story, before: int) -> Past:
@@ -114,6 +104,6 @@ def _no_text(completion: Completion) -> str:
     """What the memory keeper sent instead of a summary, in words."""
     if completion.tool_calls:
         return "a tool call instead of text"
-    if (completion.content or "").strip():
+    if completion.reasoning or (completion.content or "").strip():
         return "reasoning with no summary after it"
     return "an empty message"

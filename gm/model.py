@@ -7,7 +7,15 @@ HTTP date) or `retry-after-ms` header is honoured up to `retry_after_cap`; other
 as 0.5 s x 2^(retry - 1) plus up to 0.5 s of jitter, capped likewise. Retrying stops after
 `max_attempts`, or when the next wait would end beyond `max_total_seconds` from the first attempt;
 an attempt in flight is bounded by `timeout` alone, since a slow local model is not a failing one.
-Other 4xx answers, and a 429 saying the quota is used up, are never retried.
+Other 4xx answers, a 429 saying the quota is used up, and an answer saying the server takes no
+tools are never retried.
+
+Tools (`ModelSettings.tools`, `--tools`, GM_TOOLS): `native` sends them in `tools`; `prompted`
+describes them in the system prompt and reads the calls from the text (`gm.textcalls`); `auto`
+(the default) sends them natively until the server refuses tools (a 400 naming tools or function
+calling, Ollama's "does not support tools", llama.cpp's "requires --jinja"), then asks again
+prompted, and keeps that choice for this endpoint and model for the rest of the process. Whatever
+the mode, the round engine sees the same `Completion` (`gm.completion` reads and normalises it).
 
 Every failure is a `ModelError` whose text is one sentence for a person: `ModelNotConfigured`
 (the settings), `ModelUnavailable` (the server cannot be reached, keeps failing, or answers
@@ -20,23 +28,47 @@ import asyncio
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast, get_args
 
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from gm import transport
+from gm.completion import Completion, ToolCall, Usage, estimate_tokens, message_text, read_completion
 from gm.errors import OperatorError
-from gm.text import storable
+from gm.textcalls import prompted_request, refuses_tools
+from gm.transport import is_retryable, retry_after_seconds
+
+__all__ = [  # the completion's shapes live in gm.completion; they are re-exported here, where callers look
+    "ChatModel",
+    "Completion",
+    "ModelClient",
+    "ModelError",
+    "ModelNotConfigured",
+    "ModelRequestRejected",
+    "ModelSettings",
+    "ModelUnavailable",
+    "ToolCall",
+    "ToolsMode",
+    "Usage",
+    "decided_tool_mode",
+    "estimate_tokens",
+    "forget_tool_modes",
+    "message_text",
+    "read_completion",
+    "request_options",
+    "retry_after_seconds",
+]
 
 PLACEHOLDER_API_KEY = "not-needed"  # local servers (Ollama, llama.cpp) need no key, but the client insists on one
 OPENAI_URL = "https://api.openai.com/v1"
-RETRIED_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+ToolsMode = Literal["native", "prompted", "auto"]
+TOOLS_MODES: tuple[ToolsMode, ...] = get_args(ToolsMode)
 
 
 class ModelError(OperatorError):
@@ -64,6 +96,7 @@ class ModelRequestRejected(ModelError):
         self.status = status
         self.server_message = server_message
         self.code = code
+        self.tools_refused = False  # the server or model takes no tools (see gm.textcalls.refuses_tools)
 
 
 @dataclass(frozen=True)
@@ -77,8 +110,11 @@ class ModelSettings:
     max_attempts: int = 4
     max_total_seconds: float = 60.0
     retry_after_cap: float = 20.0
+    tools: ToolsMode = "auto"
 
     def __post_init__(self) -> None:
+        if self.tools not in TOOLS_MODES:
+            raise ModelNotConfigured(f"The tools mode must be native, prompted or auto, not {self.tools!r}.")
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
         for name in ("timeout", "max_total_seconds", "retry_after_cap"):
@@ -87,9 +123,16 @@ class ModelSettings:
 
     @classmethod
     def from_env(
-        cls, base_url: str | None = None, api_key: str | None = None, model: str | None = None
+        cls,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        tools: str | None = None,
     ) -> ModelSettings:
-        """Settings from OPENAI_BASE_URL, OPENAI_API_KEY and GM_MODEL; arguments given (as from flags) win."""
+        """Settings from OPENAI_BASE_URL, OPENAI_API_KEY, GM_MODEL and GM_TOOLS; arguments given (as from flags) win."""
+        tools = tools or os.environ.get("GM_TOOLS", "").strip().lower() or "auto"
+        if tools not in TOOLS_MODES:
+            raise ModelNotConfigured(f"GM_TOOLS must be native, prompted or auto, not {tools!r}.")
         base_url = base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or None
         api_key = api_key or os.environ.get("OPENAI_API_KEY", "").strip() or None
         model = model or os.environ.get("GM_MODEL", "").strip() or None
@@ -98,43 +141,7 @@ class ModelSettings:
             missing.append("OPENAI_BASE_URL to an OpenAI-compatible server (or OPENAI_API_KEY to use OpenAI)")
         if missing or model is None:
             raise ModelNotConfigured(f"The model is not configured: set {' and '.join(missing)}.")
-        return cls(base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=model)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call; `arguments` is as received: JSON text normally, an object from some servers."""
-
-    id: str
-    name: str
-    arguments: str | dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens a completion cost; `estimated` when the server sent no usage and text length stood in."""
-
-    prompt_tokens: int
-    completion_tokens: int
-    estimated: bool
-
-    @property
-    def total_tokens(self) -> int:
-        """Prompt and completion tokens together."""
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass(frozen=True)
-class Completion:
-    """The model's answer, with what it cost; `raw_message` can be appended to the messages as is."""
-
-    content: str | None
-    tool_calls: list[ToolCall]
-    finish_reason: str | None
-    usage: Usage
-    latency_ms: int  # from the first attempt to the answer, waits included
-    attempts: int
-    raw_message: dict[str, Any]
+        return cls(base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=model, tools=tools)
 
 
 class ChatModel(Protocol):
@@ -182,8 +189,48 @@ class ModelClient:
         tool_choice: str | Mapping[str, Any] | None = None,
         response_format: Mapping[str, Any] | None = None,
     ) -> Completion:
-        """The model's next message, retrying transport failures; raises a ModelError otherwise."""
+        """The model's next message, retrying transport failures; raises a ModelError otherwise.
+
+        With tools, they are sent natively or prompted (in the text) as `tool_mode` says; in `auto`,
+        a server that refuses tools is asked again prompted, and that is remembered for the process.
+        """
+        if not tools:
+            return await self._send(request_options(self.settings.model, messages, None, tool_choice, response_format))
+        names = [str((tool.get("function") or {}).get("name", "")) for tool in tools]
+        if self.tool_mode == "prompted":
+            return await self._prompted(messages, tools, tool_choice, response_format, names)
         options = request_options(self.settings.model, messages, tools, tool_choice, response_format)
+        try:
+            completion = await self._send(options, names)
+        except ModelRequestRejected as rejected:
+            if not rejected.tools_refused or self.settings.tools == "native":
+                raise
+            _decide(self._where, self.settings.model, "prompted")
+            return await self._prompted(messages, tools, tool_choice, response_format, names)
+        if self.settings.tools == "auto":
+            _decide(self._where, self.settings.model, "native")
+        return completion
+
+    @property
+    def tool_mode(self) -> Literal["native", "prompted"] | None:
+        """How tools are sent to this endpoint and model: as set, or as decided in `auto` (None: not yet)."""
+        if self.settings.tools != "auto":
+            return self.settings.tools
+        return decided_tool_mode(self._where, self.settings.model)
+
+    async def _prompted(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        tool_choice: str | Mapping[str, Any] | None,
+        response_format: Mapping[str, Any] | None,
+        names: list[str],
+    ) -> Completion:
+        written = prompted_request(messages, tools, tool_choice)
+        return await self._send(request_options(self.settings.model, written, None, None, response_format), names)
+
+    async def _send(self, options: dict[str, Any], tool_names: list[str] | None = None) -> Completion:
+        """One request, with retries, read as a Completion; tool calls written as text may name `tool_names`."""
         started = self._clock()
         attempts = 0
         retrying = AsyncRetrying(
@@ -200,18 +247,21 @@ class ModelClient:
                     response = await self._client.chat.completions.with_raw_response.create(**cast(Any, options))
         except openai.APIStatusError as error:
             if is_retryable(error):
-                raise self._unavailable(attempts, _reason(error, self.settings.timeout)) from None
-            raise self._rejected(error) from None
+                raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
+            raise self._rejected(error, "tools" in options) from None
         except openai.APIConnectionError as error:
-            raise self._unavailable(attempts, _reason(error, self.settings.timeout)) from None
+            raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
         latency_ms = round((self._clock() - started) * 1000)
         try:
-            return read_completion(response.http_response.json(), options, latency_ms, attempts, self._new_id)
+            data = response.http_response.json()
+            return read_completion(data, options, latency_ms, attempts, self._new_id, tool_names)
         except (ValueError, TypeError, RecursionError) as error:
             if isinstance(error, RecursionError):  # JSON nested thousands deep: no chat completion looks like that
                 why = "it is nested too deeply"
             else:
-                why = "it is not JSON" if isinstance(error, json.JSONDecodeError) else _sentence_part(str(error))
+                why = (
+                    "it is not JSON" if isinstance(error, json.JSONDecodeError) else transport.sentence_part(str(error))
+                )
             reason = f"an answer that is not a chat completion ({why})"
             raise ModelUnavailable(
                 f"The model server at {self._where} gave {reason}.", attempts=attempts, reason=reason
@@ -260,47 +310,41 @@ class ModelClient:
         message = f"The model server at {self._where} is unavailable after {spent}; the last failed with {reason}."
         return ModelUnavailable(message, attempts=attempts, reason=reason)
 
-    def _rejected(self, error: openai.APIStatusError) -> ModelRequestRejected:
-        server_message = _server_message(error)
+    def _rejected(self, error: openai.APIStatusError, had_tools: bool) -> ModelRequestRejected:
+        server_message = transport.server_message(error)
         code = error.code or (error.type if error.type == "insufficient_quota" else None)
         status = f"HTTP {error.status_code}" + (f" ({code})" if code else "")
         message = f"The model server at {self._where} rejected the request with {status}: {server_message}."
-        return ModelRequestRejected(message, status=error.status_code, server_message=server_message, code=code)
+        refused = had_tools and refuses_tools(error.status_code, server_message)
+        if refused:
+            message = message[:-1] + "; it takes no tools, so play with --tools prompted (or GM_TOOLS=prompted)."
+        rejected = ModelRequestRejected(message, status=error.status_code, server_message=server_message, code=code)
+        rejected.tools_refused = refused
+        return rejected
 
 
-def is_retryable(error: BaseException) -> bool:
-    """Whether retrying may help: connection errors, timeouts, HTTP 408/409/429/5xx, but not an exhausted quota."""
-    if isinstance(error, openai.APIConnectionError):
-        return True
-    if not isinstance(error, openai.APIStatusError):
-        return False
-    if "insufficient_quota" in (error.code, error.type):
-        return False
-    return error.status_code in RETRIED_STATUSES or error.status_code >= 500
+# How tools are sent to each endpoint and model in `auto` mode, decided on the first request with
+# tools and kept for the process: a server does not learn tool calling while gm runs.
+_DECIDED: dict[tuple[str, str], Literal["native", "prompted"]] = {}
+_DECIDING = threading.Lock()
 
 
-def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """The wait a server asks for in `retry-after-ms` or `Retry-After` (seconds or an HTTP date), if any."""
-    lowered = {name.lower(): value for name, value in headers.items()}
-    try:
-        if "retry-after-ms" in lowered:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000)
-    except ValueError:
-        pass  # a malformed header is ignored, as if absent: Retry-After may still say
-    value = lowered.get("retry-after", "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+def _decide(where: str, model: str, mode: Literal["native", "prompted"]) -> None:
+    with _DECIDING:
+        if mode == "prompted" or (where, model) not in _DECIDED:
+            _DECIDED[(where, model)] = mode
+
+
+def forget_tool_modes() -> None:
+    """Forget every `auto` decision of this process (a test's fake servers come and go on reused ports)."""
+    with _DECIDING:
+        _DECIDED.clear()
+
+
+def decided_tool_mode(base_url: str | None, model: str) -> Literal["native", "prompted"] | None:
+    """How `auto` sends tools to this endpoint and model in this process; None until a request with tools decided."""
+    with _DECIDING:
+        return _DECIDED.get((base_url or OPENAI_URL, model))
 
 
 def request_options(
@@ -319,120 +363,3 @@ def request_options(
     if response_format is not None:
         options["response_format"] = dict(response_format)
     return options
-
-
-def read_completion(
-    data: Any, options: dict[str, Any], latency_ms: int, attempts: int, new_id: Callable[[], str]
-) -> Completion:
-    """A chat completion's JSON as a Completion; ValueError or TypeError says what is wrong with it.
-
-    `new_id` names a tool call that came without an id (some local servers omit them).
-    """
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ValueError("it has no choices")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        raise ValueError("its first choice has no message")
-    content = _text(message.get("content"))
-    tool_calls = [_tool_call(each, new_id) for each in message.get("tool_calls") or []]
-    raw_message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool_calls:
-        raw_message["tool_calls"] = [
-            {
-                "id": each.id,
-                "type": "function",
-                "function": {"name": each.name, "arguments": _json_text(each.arguments)},
-            }
-            for each in tool_calls
-        ]
-    finish_reason = choices[0].get("finish_reason")
-    return Completion(
-        content=content,
-        tool_calls=tool_calls,
-        # Stored with the call's record: kept short, and free of what a database cannot hold.
-        finish_reason=storable(finish_reason[:40]) if isinstance(finish_reason, str) else None,
-        usage=_usage(data.get("usage"), options, raw_message),
-        latency_ms=latency_ms,
-        attempts=attempts,
-        raw_message=raw_message,
-    )
-
-
-def _tool_call(data: Any, new_id: Callable[[], str]) -> ToolCall:
-    # A custom tool call carries {"name", "input"} where a function call carries {"name", "arguments"}.
-    function = (data.get("function") or data.get("custom")) if isinstance(data, dict) else None
-    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-        raise ValueError("a tool call has no name")
-    arguments = function.get("arguments", function.get("input", ""))
-    if not isinstance(arguments, str | dict):
-        arguments = json.dumps(arguments)  # null, a list or a number: kept as the JSON text received
-    call_id = data.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        call_id = new_id()
-    return ToolCall(call_id, function["name"], arguments)
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens guessed from text length: 4 characters a token, rounded up."""
-    return (len(text) + 3) // 4
-
-
-def _usage(data: Any, options: dict[str, Any], raw_message: dict[str, Any]) -> Usage:
-    """The server's usage, or one estimated from message text, tool names and arguments, and the tools' JSON."""
-    if isinstance(data, dict):
-        prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
-        if isinstance(prompt, int) and isinstance(completion, int):
-            return Usage(prompt, completion, estimated=False)
-    prompt_text = "".join(message_text(message) for message in options["messages"])
-    if "tools" in options:
-        prompt_text += json.dumps(options["tools"])
-    return Usage(estimate_tokens(prompt_text), estimate_tokens(message_text(raw_message)), estimated=True)
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """What a message costs in tokens: its text, and its tool calls' names and arguments."""
-    parts = [_text(message.get("content")) or ""]
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            parts += [str(function.get("name", "")), _json_text(function.get("arguments", ""))]
-    return "".join(parts)
-
-
-def _text(content: Any) -> str | None:
-    """Message content as text; content parts (some servers send them) are joined."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    raise TypeError(f"its content is {type(content).__name__}, expected text")
-
-
-def _json_text(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments)
-
-
-def _reason(error: openai.APIError, timeout: float) -> str:
-    if isinstance(error, openai.APITimeoutError):
-        return f"no answer within {timeout:g} s"
-    if isinstance(error, openai.APIStatusError):
-        return f"HTTP {error.status_code} ({_server_message(error)})"
-    cause = error.__cause__
-    return (
-        f"a connection error ({_sentence_part(str(cause) or type(cause).__name__)})" if cause else "a connection error"
-    )
-
-
-def _server_message(error: openai.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"].strip():
-        return _sentence_part(body["message"])
-    text = error.response.text if body is None else str(body)
-    return _sentence_part(text) or "no reason given"
-
-
-def _sentence_part(text: str, limit: int = 300) -> str:
-    """Text fit to sit inside one sentence: one line, no final full stop, not too long."""
-    flat = " ".join(text.split()).rstrip(".")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"

@@ -167,6 +167,7 @@ class PausedRound(SQLModel, table=True):
     messages: list[dict[str, Any]] = _json()
     pending: list[dict[str, Any]] = _json()
     rolls: list[int] = _json()
+    told: list[int] = _json()  # the rolls whose results the game master had read before its last answer
     earlier: list[int] = _json()
     refusals: list[str] = _json()
     model_calls: int = 0  # made so far by the attempt (they count toward the round's bound)

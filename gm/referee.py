@@ -4,10 +4,13 @@ An outcome that disagrees with the dice never reaches the player or the story. T
 an outcome whose result differs from its roll's result; a roll named by two outcomes; a rolled-for
 character whose outcome does not name the roll; a check roll that serves no outcome; an unknown roll
 id, character, or a roll named for the wrong character (an opposed roll settles the actor's outcome
-only: the opponent's outcome, if any, names no roll); a roll that was void or is plain dice; and a
-narration that shows the player a roll id or raw tool JSON, is longer than `MAX_NARRATION`, or holds
-a character no story can store (a NUL). A critical band does not change the result: a critical
-success is still `succeeded`. Each refusal is one sentence the model can act on.
+only: the opponent's outcome, if any, names no roll); a roll that was void or is plain dice; an
+outcome naming a roll whose band the game master had not yet been told (no narrating before the
+band: a `narrate` in the same message as the `roll_check` it names guesses the result, and a guess
+that happens to match is still a guess); and a narration that shows the player a roll id, raw tool
+JSON or a tool call left as text, is longer than `MAX_NARRATION`, or holds a character no story can
+store (a NUL). A critical band does not change the result: a critical success is still `succeeded`.
+Each refusal is one sentence the model can act on.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from gm.text import unstorable
 Result = Literal["succeeded", "partial", "failed"]
 MAX_NARRATION = 10_000  # characters in a round's narration (a plain-text answer included)
 RESULTS: tuple[Result, ...] = ("succeeded", "partial", "failed")
+RollKind = Literal["check", "dice", "player"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,13 +33,14 @@ class RoundRoll:
     """What the referee knows of one roll of this round: never the number, only what it settled."""
 
     id: int
-    kind: Literal["check", "dice", "player"]
+    kind: RollKind
     character: str | None = None
     check: str | None = None
     band: str | None = None
     result: Result | None = None  # None for plain dice, player rolls and void check rolls
     void: bool = False
     opponent: str | None = None  # an opposed check's other character, whose outcome it does not settle
+    seen: bool = True  # False until the game master was told the roll's band in an earlier message
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,11 @@ class Refusal:
 
 # Tool-result JSON, a tool call or an internal roll id in the story text: the player must never see the
 # machinery. These are the one definition of each (the rehearsal neutralises the same in quoted words).
-TOOL_JSON = re.compile(r"""\{\s*"(roll|band|result|check|character|critical|error|outcomes)"\s*:""")
+TOOL_JSON = re.compile(
+    r"""\{\s*"(roll|band|result|check|character|critical|error|outcomes|name|arguments|parameters|narration)"\s*:"""
+)
+# Tool-call markup a model wrote as text that was not read as a call (it named no tool, or was malformed).
+TOOL_MARKUP = re.compile(r"</?tool_call>|</?tool_response>|<\|python_tag\|>")
 TOOL_CALL = re.compile(r"\b(roll_check|roll_dice|narrate)(\s*)\(")
 ROLL_MENTION = r"\broll(?:\s+id)?\s*(?:#|no\.?|number)?\s*"  # "roll 12", "roll id 12", "roll #12", before the id
 
@@ -109,6 +118,8 @@ def _outcome_refusals(
         reason = f"roll {roll.id} is named by outcomes {named_by[roll.id] + 1} and {number}"
         refusals.append(Refusal(f"{reason}; each roll settles one outcome", roll.id, who))
     named_by.setdefault(roll.id, index)
+    if not roll.seen:  # whatever it says of the result is a guess: the only reason that matters
+        return [*refusals, Refusal(before_the_band(roll.id), roll.id, who)]
     if roll.opponent is not None and roll.opponent.casefold() == who.casefold():
         reason = f"roll {roll.id} was rolled for {roll.character} against {who}: it settles {roll.character}'s outcome"
         refusals.append(Refusal(f"{reason} only; leave 'roll' out of {who}'s outcome", roll.id, who))
@@ -124,6 +135,11 @@ def _outcome_refusals(
         )
         refusals.append(Refusal(f"{reason}; the dice decide", roll.id, who))
     return refusals
+
+
+def before_the_band(roll: int) -> str:
+    """The refusal of an outcome naming a roll whose band the game master has not read yet."""
+    return f"you narrated before seeing roll {roll}'s band; read it, then narrate"
 
 
 def _unserved_rolls(rolls: Sequence[RoundRoll], outcomes: Sequence[Outcome], named_by: dict[int, int]) -> list[Refusal]:
@@ -150,7 +166,7 @@ def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refu
     if problem := unstorable(narration):  # a NUL: no database of a story can hold it
         return [Refusal(f"the narration {problem}, which cannot be shown or stored; tell it again without it")]
     refusals: list[Refusal] = []
-    if TOOL_JSON.search(narration) or TOOL_CALL.search(narration):
+    if TOOL_JSON.search(narration) or TOOL_CALL.search(narration) or TOOL_MARKUP.search(narration):
         refusals.append(Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out"))
     for roll in rolls:
         if re.search(rf"{ROLL_MENTION}{roll.id}\b", narration, re.IGNORECASE):

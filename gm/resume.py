@@ -108,6 +108,7 @@ def _taken_up(
         dice_from="player",
         typed_faces=faces,
     )
+    tools.told = set(paused.told)  # what the game master had read before the answer it paused in
     bind_secrets(store, tools)
     state = _Attempt(
         list(paused.messages),

@@ -204,6 +204,7 @@ def _paused_record(story_id: str, state: _Attempt, paused: _Paused) -> PausedRou
         messages=state.messages,
         pending=[{"id": call.id, "name": call.name, "arguments": call.arguments} for call in paused.pending],
         rolls=[roll.id for roll in state.tools.rolls if roll.id is not None],
+        told=sorted(state.tools.told),
         earlier=[roll.id for roll in state.tools.earlier if roll.id is not None],
         refusals=state.refusals,
         model_calls=state.calls_before + len(state.calls),
@@ -354,6 +355,7 @@ async def _tool_loop(
         if completion.finish_reason == "length":
             raise RoundFailed("the game master's answer was cut off before it ended the round; try again")
         state.messages.append(completion.raw_message)
+        state.tools.next_message()  # every result sent so far has now been read; this message's are not yet
         ending = await _step(store, world, state, settings, judge, completion.tool_calls, completion.content)
         if ending is not None:
             return ending

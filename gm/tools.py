@@ -16,20 +16,21 @@ import json
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from jsonschema import Draft202012Validator
 
 from gm import dice
 from gm.calendar import advance, advance_time_schema, duration_text
 from gm.chances import certain, refusal
+from gm.completion import strip_reasoning
 from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
 from gm.naturals import read_roll
 from gm.problems import describe, json_depth, shown, text_problems
 from gm.prompt import CheckFact, check_fact_text
-from gm.referee import MAX_NARRATION, Outcome, RoundRoll, referee
+from gm.referee import MAX_NARRATION, Outcome, Result, RollKind, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, opposed_modifier, read_value
 from gm.store import RollRecord
@@ -183,11 +184,16 @@ class RoundTools:
     earlier: Sequence[RollRecord] = ()
     rolls: list[RollRecord] = field(default_factory=list)
     retried: EarlierRolls = field(default_factory=EarlierRolls)
+    told: set[int] = field(default_factory=set)  # rolls whose results the model was given in an earlier message
     clock: int | None = None  # the story's time (gm.calendar), moved on by advance_time; None without a calendar
     dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.table)
     typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
     find_roll: Callable[[int], RollRecord | None] | None = None  # a roll of this story by id (for reveal_roll)
     reveal: Callable[[int], None] | None = None  # writes a secret roll's reveal at once (gm.secret)
+
+    def next_message(self) -> None:
+        """A new message of the model's begins: it has now read the result of every roll so far."""
+        self.told.update(record.id for record in self.rolls if record.id is not None)
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
@@ -363,13 +369,15 @@ class RoundTools:
         outcomes = tuple(
             Outcome(str(item["character"]), item["result"], item.get("roll")) for item in arguments["outcomes"]
         )
-        facts = [round_roll(record) for record in self.rolls]
+        facts = [round_roll(record, record.id in self.told) for record in self.rolls]
         names = [character.name for character in self.world.characters]
-        refusals = referee(facts, outcomes, str(arguments["narration"]), names)
+        # The story keeps no reasoning, even where a model wrote its thinking into the narration itself.
+        narration = strip_reasoning(str(arguments["narration"])).strip()
+        refusals = referee(facts, outcomes, narration, names)
         if refusals:
             reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
             raise ModelRetry(f"narrate was refused: {reasons} Call narrate again.")
-        return ToolReply({"accepted": True}, ended=Narration(str(arguments["narration"]), outcomes))
+        return ToolReply({"accepted": True}, ended=Narration(narration, outcomes))
 
 
 def player_fact(record: RollRecord) -> str:
@@ -389,19 +397,21 @@ def check_fact(record: RollRecord, world: World) -> str:
     return check_fact_text(rolled)
 
 
-def round_roll(record: RollRecord) -> RoundRoll:
-    """What the referee may know of a stored roll."""
+def round_roll(record: RollRecord, seen: bool = True) -> RoundRoll:
+    """What the referee may know of a stored roll, and whether the model had read its result."""
     assert record.id is not None
-    kind = record.kind if record.kind in ("check", "dice", "player") else "dice"
+    kind = cast(RollKind, record.kind if record.kind in ("check", "dice", "player") else "dice")
+    result = cast(Result | None, record.result)
     return RoundRoll(
         record.id,
-        kind,  # type: ignore[arg-type]
+        kind,
         record.character,
         record.check_key,
         record.band,
-        record.result,  # type: ignore[arg-type]
+        result,
         record.void,
-        record.opponent,
+        opponent=record.opponent,
+        seen=seen,
     )
 
 

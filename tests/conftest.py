@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from sqlmodel import SQLModel
 
+from gm.model import forget_tool_modes
 from gm.store import Store
 
 POSTGRES_URL = os.environ.get("GM_TEST_POSTGRES_URL")
@@ -25,6 +26,14 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test touches the user's own stories: the default database lives in a temporary folder."""
     monkeypatch.setenv("GM_HOME", str(tmp_path / "gm-home"))
     monkeypatch.delenv("GM_DATABASE_URL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tool_modes() -> Iterator[None]:
+    """Each test starts with no endpoint's tools mode decided: a fake's port may be one an earlier test's fake had."""
+    forget_tool_modes()
+    yield
+    forget_tool_modes()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

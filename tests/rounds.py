@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from gm import dice
 from gm.game import Game
-from gm.model import ModelClient, ModelSettings
+from gm.model import ModelClient, ModelSettings, ToolsMode
 from gm.round import RoundSettings
 from gm.store import Store
 from gm.testing import FakeModel, FunctionModel, Script, Step, call, honest_judge, reply
@@ -61,6 +61,7 @@ async def table(
     settings: RoundSettings | None = None,
     transport: Transport = "function",
     judge: Script = honest_judge,
+    tools: ToolsMode = "auto",
 ) -> AsyncIterator[Table]:
     """A Game on `store` whose game master follows `script`; the memory keeper answers `memory`
     (by default, a summary for every request) and the judge `judge` (by default, honestly).
@@ -84,9 +85,10 @@ async def table(
     keeping = fake(keeper_script).start()
     judged = fake(judge).start()
     try:
-        gm_client = ModelClient(ModelSettings(served.base_url, "test-key", served.model), sleep=no_sleep)
-        memory_client = ModelClient(ModelSettings(keeping.base_url, "test-key", keeping.model), sleep=no_sleep)
-        judge_client = ModelClient(ModelSettings(judged.base_url, "test-key", judged.model), sleep=no_sleep)
+        gm_client, memory_client, judge_client = (
+            ModelClient(ModelSettings(each.base_url, "test-key", each.model, tools=tools), sleep=no_sleep)
+            for each in (served, keeping, judged)
+        )
         game = Game(
             gm_client, store, memory_model=memory_client, judge_model=judge_client, settings=settings, source=source
         )

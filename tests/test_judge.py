@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gm.judge import FORMAT_NAME, Judge, JudgeFailed, Verdict, read_verdicts
-from gm.model import ModelClient, ModelSettings
+from gm.model import ModelClient, ModelSettings, ToolsMode
 from gm.prompt import JudgedOutcome, JudgeRequest, judge_messages, read_judge_request
 from gm.referee import Refusal, Telling, judge_refusals
 from gm.rehearsal import rehearsal_verdict
@@ -158,8 +158,9 @@ def test_the_rehearsal_judge_reads_its_own_narration_lines() -> None:
 # Finding how the server lets the judge answer, over real HTTP
 
 
-def judge_for(fake: Any) -> Judge:
-    return Judge(ModelClient(ModelSettings(fake.base_url, "test-key", fake.model, max_attempts=1)), fake.model)
+def judge_for(fake: Any, tools: ToolsMode = "auto") -> Judge:
+    settings = ModelSettings(fake.base_url, "test-key", fake.model, max_attempts=1, tools=tools)
+    return Judge(ModelClient(settings), fake.model)
 
 
 def test_json_schema_is_asked_for_first_and_kept() -> None:
@@ -188,9 +189,22 @@ def test_a_server_refusing_response_format_gets_one_forced_tool_call_and_keeps_t
 def test_a_server_refusing_tools_too_gets_json_in_the_text() -> None:
     steps = [http_error(400, "response_format is not supported"), http_error(400, "tools are not supported")]
     with fake_model([*steps, reply(f"Sure:\n{HONEST}")]) as fake:
-        judgement = asyncio.run(judge_for(fake).judge(REQUEST))
+        judgement = asyncio.run(judge_for(fake, tools="native").judge(REQUEST))
     assert [call.mode for call in judgement.calls] == ["text"]
     assert "tools" not in fake.requests[2] and "response_format" not in fake.requests[2]
+
+
+def test_with_tools_on_auto_a_server_refusing_tools_gets_the_verdict_as_a_prompted_call() -> None:
+    steps = [http_error(400, "response_format is not supported"), http_error(400, "judge does not support tools")]
+    verdicts = json.loads(HONEST)
+    written = f'<tool_call>{{"name": "{FORMAT_NAME}", "arguments": {json.dumps(verdicts)}}}</tool_call>'
+    with fake_model([*steps, reply(written)]) as fake:
+        judgement = asyncio.run(judge_for(fake).judge(REQUEST))
+    assert [call.mode for call in judgement.calls] == ["tool"]
+    assert [v.told_as for v in judgement.verdicts] == ["failed", "partial"]
+    prompted = fake.requests[2]
+    assert "tools" not in prompted and "tool_choice" not in prompted
+    assert f"Now call the tool {FORMAT_NAME}." in prompted["messages"][0]["content"]
 
 
 def test_a_malformed_answer_is_asked_for_once_more_then_the_judge_fails() -> None:

@@ -143,3 +143,25 @@ def test_narration_showing_a_roll_id_or_tool_json_is_refused() -> None:
 def test_ordinary_prose_about_rolling_is_fine() -> None:
     text = "The barrel starts to roll down the hill; in 1 breath it is gone, and the 2 guards laugh."
     assert reasons([MARA_PICKS], [Outcome("Mara", "partial", 1)], text) == []
+
+
+def test_an_outcome_naming_a_roll_whose_band_was_not_yet_read_is_refused_even_if_it_matches() -> None:
+    unread = RoundRoll(1, "check", "Mara", "lockpicking", "Partial success", "partial", seen=False)
+    assert refused([unread], [Outcome("Mara", "partial", 1)]) == [
+        Refusal("you narrated before seeing roll 1's band; read it, then narrate", 1, "Mara")
+    ]
+    assert reasons([unread, JON_CLIMBS], [Outcome("Mara", "failed", 1), Outcome("Jon", "failed", 2)]) == [
+        "you narrated before seeing roll 1's band; read it, then narrate"
+    ]
+
+
+def test_a_tool_call_left_as_text_is_raw_tool_data() -> None:
+    raw_data = "the narration shows raw tool data; tell the story in prose and leave the JSON out"
+    for text in [
+        '{"name": "cast_spell", "arguments": {"spell": "fireball"}}',
+        '<tool_call>{"name": "cast_spell"}</tool_call>',
+        "<|python_tag|>brave_search.call(query='locks')",
+        '```json\n{"parameters": {}}\n```',
+    ]:
+        assert reasons([], [], text) == [raw_data], text
+    assert reasons([], [], "Mara names the ship: the Narration.") == []

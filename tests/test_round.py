@@ -466,3 +466,27 @@ def test_the_tool_schema_lists_checks_and_characters(store: Store, harbor: Path)
     assert properties["check"]["enum"] == ["attempt", "notice"]
     assert properties["character"]["enum"] == ["Mara", "Jon", "The Warden"]
     assert properties["target"]["type"] == "integer"
+
+
+def test_narrate_in_the_same_message_as_its_roll_is_refused_then_narrated_after_the_band(
+    store: Store, harbor: Path
+) -> None:
+    # The guess ("partial") happens to match the roll (11 + 1 against 12 is a partial success): still refused.
+    guess = {"narration": "It half gives.", "outcomes": [{"character": "Mara", "result": "partial", "roll": 1}]}
+    rolling = {"check": "attempt", "character": "Mara", "target": 12, "reason": "pick the lock"}
+    together = calls([("roll_check", rolling), ("narrate", guess)])
+
+    async def play() -> Any:
+        async with table(store, [together, narrate_roll()], faces=[11], transport="http") as t:
+            story = t.game.start_story(harbor)
+            return t, await t.game.play(story, "I pick the lock.")
+
+    t, result = run(play())
+    [roll] = result.rolls
+    assert roll.id == 1 and result.refusals == [
+        f"narrate was refused: (1) you narrated before seeing roll {roll.id}'s band; read it, then narrate. "
+        "Call narrate again."
+    ]
+    assert result.narration == "The lock gives with a soft click."
+    assert result.outcomes == [OutcomePublic(character="Mara", result="partial", roll=roll.id)]
+    assert "before seeing roll 1's band" in json.dumps(tool_results(t.master.requests[1]))

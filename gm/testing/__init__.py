@@ -38,6 +38,11 @@ may also be `async def`, so a test can hold an answer until it is ready. It play
 `FakeModel`. Where `FakeModel` answers with an error status, it raises `ScriptError` (an
 AssertionError, which the engine does not catch), also recorded in `failures`.
 
+What real servers send: `gm.testing.shapes` builds each server's documented answers (OpenAI, vLLM,
+Ollama, llama.cpp's server, LM Studio, calls written as text, the quirks) as `raw` steps, and
+`round_script(shape)` plays an honest round through one; `gm.testing.endpoint` is a whole fake
+endpoint that takes tools natively or refuses them, for `gm model check`.
+
 A fake judge (see `gm.judge`): `honest_judge` reads every outcome as told as its roll came out;
 `judge_answer(("Mara", "succeeded", "the lock gives"), ...)` gives chosen verdicts. Both answer as
 the forced tool call when the request offers the judge's tool, else as JSON text.

@@ -48,6 +48,7 @@ def upgrade() -> None:
         sa.Column("messages", sa.JSON(), nullable=False),
         sa.Column("pending", sa.JSON(), nullable=False),
         sa.Column("rolls", sa.JSON(), nullable=False),
+        sa.Column("told", sa.JSON(), nullable=False),
         sa.Column("earlier", sa.JSON(), nullable=False),
         sa.Column("refusals", sa.JSON(), nullable=False),
         sa.Column("model_calls", sa.Integer(), nullable=False),
