@@ -70,6 +70,7 @@ class CheckDraft:
     hit: str = ""
     compare: str = "absolute"
     modifier: str = ""
+    secret: bool = False  # rolled in secret: no card for the player until revealed (gm.secret)
     bands: list[BandDraft] = field(default_factory=lambda: [BandDraft()])
     naturals: list[NaturalDraft] = field(default_factory=list)
     target: str = ""
@@ -109,6 +110,7 @@ def draft_from_data(data: Any) -> DiceDraft:
                 hit=field_text(raw.get("hit")),
                 compare=field_text(raw.get("compare", "absolute")),
                 modifier=field_text(raw.get("modifier")),
+                secret=raw.get("secret") is True,
                 bands=[
                     BandDraft(
                         label=field_text(band.get("label")),
@@ -168,7 +170,7 @@ def draft_from_form(form: Mapping[str, str]) -> DiceDraft:
             )
             for natural in sorted(natural_numbers.get(number, ()))
         ]
-        draft.checks.append(CheckDraft(**values, bands=bands, naturals=naturals))
+        draft.checks.append(CheckDraft(**values, secret=prefix + "secret" in form, bands=bands, naturals=naturals))
     return draft
 
 
@@ -192,6 +194,8 @@ def _check_data(check: CheckDraft) -> dict[str, Any]:
         data["compare"] = check.compare
     if check.modifier:
         data["modifier"] = check.modifier
+    if check.secret:
+        data["secret"] = True
     if check.naturals:
         data["naturals"] = [_natural_data(natural) for natural in check.naturals]
     data["bands"] = [_band_data(band) for band in check.bands]

@@ -36,6 +36,7 @@ CHECK_ORDER = (
     "hit",
     "compare",
     "modifier",
+    "secret",
     "naturals",
     "bands",
 )

@@ -87,6 +87,7 @@ class AuditReport:
     outcomes: int = 0  # outcomes checked against their rolls
     derived: int = 0  # fair rolls whose faces were derived again from a revealed seed
     unrevealed: int = 0  # fair rolls whose seed is still secret
+    sealed: int = 0  # secret rolls not yet revealed (gm.secret): their place in the chain is checked, not their dice
     mismatches: list[Mismatch] = field(default_factory=list)
 
     @property
@@ -103,6 +104,8 @@ class AuditReport:
             f"{self.recomputed} recomputed from dice.json, {_count(self.outcomes, 'outcome')} "
             f"{'agrees' if self.outcomes == 1 else 'agree'} with {'its roll' if self.outcomes == 1 else 'their rolls'}"
         )
+        if self.sealed:
+            said += f"; {_count(self.sealed, 'secret roll')} sealed until revealed"
         if self.fair:
             said += f"; {_count(self.derived, 'fair roll')} derived again from revealed seeds"
             if self.unrevealed:
@@ -123,6 +126,7 @@ class AuditReport:
             "outcomes": self.outcomes,
             "derived": self.derived,
             "unrevealed": self.unrevealed,
+            "sealed": self.sealed,
             "first_mismatch": {"where": first.where, "message": first.message} if first else None,
             "mismatches": [{"where": m.where, "message": m.message} for m in self.mismatches],
         }
@@ -152,12 +156,15 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
             found.append(
                 f"it is number {roll.seq} in the chain but comes {place}; a roll before it was removed or added"
             )
-        found += _recompute(roll, rules, integrity.modifiers, report)
-        found += _derived(roll, story.id, integrity.fair, keys, integrity.legacy_rolls, report)
+        if roll.sealed:  # a secret roll's stub: its hash carries the chain, its dice are checked once revealed
+            report.sealed += 1
+        else:
+            found += _recompute(roll, rules, integrity.modifiers, report)
+            found += _derived(roll, story.id, integrity.fair, keys, integrity.legacy_rolls, report)
         if roll.prev_hash != previous:
             found.append("its prev_hash is not the hash of the roll before it: a roll was edited, removed or added")
         report.mismatches += [Mismatch(where, message) for message in found]
-        previous = roll_hash(roll.model_dump(mode="json"))
+        previous = _hash_of(roll)
     report.rolls = len(integrity.rolls)
     if (integrity.rolls and previous != integrity.chain_head) or len(integrity.rolls) != integrity.chain_length:
         report.mismatches.append(
@@ -170,6 +177,11 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
     _check_rounds(transcript, report)
     _check_retries(integrity.rolls, integrity.legacy_rolls, report)
     return report
+
+
+def _hash_of(roll: RollPublic) -> str:
+    """A roll's chain hash: from its contents, or, for a sealed secret roll, the hash its stub carries."""
+    return (roll.hash or "") if roll.sealed else roll_hash(roll.model_dump(mode="json"))
 
 
 def _rules(data: dict[str, Any] | None, report: AuditReport) -> Rules | None:
@@ -317,7 +329,10 @@ def _check_rounds(transcript: TranscriptPublic, report: AuditReport) -> None:
 
 
 def _check_outcomes(round_: RoundPublic, chained: dict[int, RollPublic], where: str, report: AuditReport) -> None:
-    mine = {copy.id for copy in round_.rolls}
+    # A sealed secret roll has no copy in the player's round, but its outcome may name it.
+    mine = {copy.id for copy in round_.rolls} | {
+        r.id for r in chained.values() if r.sealed and r.round == round_.number
+    }
     named = Counter(outcome.roll for outcome in round_.outcomes if outcome.roll is not None)
     for outcome in round_.outcomes:
         report.outcomes += 1
@@ -328,6 +343,8 @@ def _check_outcomes(round_: RoundPublic, chained: dict[int, RollPublic], where: 
             report.mismatches.append(
                 Mismatch(where, f"{outcome.character}'s outcome names a roll the round does not have")
             )
+        elif roll.sealed:
+            continue  # its band is sealed: the outcome is checked against it once it is revealed
         elif roll.kind != "check" or roll.void:
             report.mismatches.append(
                 Mismatch(where, f"{outcome.character}'s outcome names roll {roll.seq}, which settles nothing")
@@ -382,7 +399,7 @@ def since(earlier: TranscriptPublic, later: TranscriptPublic) -> list[Mismatch]:
         kept = now.get(roll.seq)
         if kept is None:
             found.append(Mismatch(f"roll {roll.seq}", "it was in the earlier transcript and is gone"))
-        elif roll_hash(kept.model_dump(mode="json")) != roll_hash(roll.model_dump(mode="json")):
+        elif _hash_of(kept) != _hash_of(roll):  # a roll sealed then is the roll revealed now, hash for hash
             found.append(Mismatch(f"roll {roll.seq}", "it is not the roll the earlier transcript had"))
     commitments = {seed.epoch: seed.commitment for seed in later.integrity.seeds}
     for seed in earlier.integrity.seeds:

@@ -50,6 +50,11 @@ HASHED = (
 # Fields of issue 16's table rules: hashed when set, and left out when null, so that every roll
 # hashed before they existed (where they are all null) keeps its hash.
 HASHED_WHEN_SET = ("edge", "opponent", "opponent_modifier", "natural", "stepped_from")
+# Hashed only when true (or non-empty), for the same reason: `typed` marks faces a player rolled at the
+# table and typed in (gm.table), and the hash covers that they were. `salt` is a secret roll's 128 random
+# bits (gm.secret): without it, a sealed roll's hash would give its few possible faces away to anyone
+# trying them all; with it, the hash commits to the roll and hides it.
+HASHED_WHEN_TRUE = ("typed", "salt")
 
 
 def genesis(story_id: str) -> str:
@@ -61,6 +66,7 @@ def canonical(roll: Mapping[str, Any]) -> bytes:
     """The bytes a roll's hash is taken over: its `HASHED` fields as canonical JSON."""
     fields = {name: roll.get(name) for name in HASHED}
     fields.update({name: roll[name] for name in HASHED_WHEN_SET if roll.get(name) is not None})
+    fields.update({name: roll[name] for name in HASHED_WHEN_TRUE if roll.get(name)})
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
         "utf-8", "surrogatepass"
     )  # a lone surrogate in a hand-made transcript hashes, rather than crashing

@@ -24,10 +24,12 @@ from gm.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, pars
 from gm.errors import GmError
 from gm.game import Game
 from gm.model import model_name
-from gm.public import RollPublic, StoryPublic
-from gm.round import RoundResult
+from gm.paused import question_of
+from gm.public import QuestionPublic, RollPublic, StoryPublic
+from gm.round import RoundPaused, RoundResult
+from gm.secret import secret_checks
 from gm.text import visible
-from gm.transcript import card, opened_lines
+from gm.transcript import card, opened, opened_lines, transcript
 
 
 class Chat:
@@ -57,6 +59,8 @@ class Chat:
             self.say(f"Note: {notice}.")
         if public.time is not None:
             self.say(f"It is {public.time}.")
+        if (waiting := question_of(self.game.store, self.story_id)) is not None:
+            self.ask(waiting)
         while (line := await asyncio.to_thread(self.read_line)) is not None:
             if not await self.handle(line):
                 break
@@ -66,8 +70,11 @@ class Chat:
     def read_line(self) -> str | None:
         """The next line the player typed ("" for one that cannot be read), or None at the end of input."""
         if self.interactive:
+            waiting = question_of(self.game.store, self.story_id)
+            # While a round waits for the player's dice, the prompt names them (and a line is their faces).
+            prompt = "> " if waiting is None else f"faces of {waiting.notation}> "
             try:
-                return self.console.input("[bold]> [/bold]")
+                return self.console.input(f"[bold]{escape(visible(prompt))}[/bold]")
             except EOFError:
                 return None
         stdin: BinaryIO | None = getattr(sys.stdin, "buffer", None)
@@ -93,6 +100,9 @@ class Chat:
             return True
         if command is None:
             return True
+        if isinstance(command, Say) and question_of(self.game.store, self.story_id) is not None:
+            await self.round(self.game.answer(self.story_id, command.text))  # the faces rolled at the table
+            return True
         if isinstance(command, Simple):
             return await self.simple(command.name)
         if isinstance(command, SetDice):
@@ -113,6 +123,15 @@ class Chat:
             await self.round(self.game.regenerate(self.story_id))
         elif name == "open":
             self.open_cards()
+        elif name == "end":
+            await self.end()
+        elif name == "abandon":
+            try:
+                number = await self.game.abandon(self.story_id)
+            except GmError as error:
+                self.error(str(error))
+            else:
+                self.say(f"Round {number} is abandoned; its rolls stay in the story.")
         return True
 
     async def round(self, playing: Any) -> None:
@@ -126,7 +145,35 @@ class Chat:
             self.rounds_failed += 1
             self.error(str(error))
             return
-        self.show(result)
+        if isinstance(result, RoundPaused):
+            self.ask(result.asking)
+        else:
+            self.show(result)
+
+    async def end(self) -> None:
+        """End the story, and show the cards of its secret rolls, now that they are revealed."""
+        try:
+            await self.game.end(self.story_id)
+        except GmError as error:
+            self.error(str(error))
+            return
+        self.say("The story has ended; it plays no more rounds.")
+        if self.dice_setting != "shown":
+            return
+        keys = self.secret_keys
+        for round_ in transcript(self.game.store, self.story_id, player=True).rounds:
+            for roll in round_.rolls:
+                if roll.kind == "check" and roll.check in keys:
+                    self.say(f"[secret, round {round_.number}] {opened(roll)}")
+
+    @property
+    def secret_keys(self) -> set[str]:
+        return secret_checks(self.game.world(self.story_id))
+
+    def ask(self, question: QuestionPublic) -> None:
+        """Put a check's question to the player, who rolls at the table and types the faces."""
+        self.styled(f"[bold]\u2684 {escape(question.text)}[/bold]", f"[asking] {question.text}")
+        self.styled("[dim](or /abandon this round)[/dim]", None)
 
     def show(self, result: RoundResult) -> None:
         self.last_rolls = result.rolls

@@ -42,6 +42,11 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
         help="provably fair dice for a new story: derived from a seed committed now (gm reveal publishes it)",
     )
     play.add_argument("--player-seed", help="with --fair: your own seed, mixed into the dice")
+    play.add_argument(
+        "--dice-from",
+        choices=["engine", "player"],
+        help="who rolls a new story's checks: the engine (the default), or you at the table, typing the faces",
+    )
     play.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}' to play offline")
     play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
@@ -74,8 +79,10 @@ def run_play(arguments: argparse.Namespace) -> int:
         world = load_world(arguments.world)  # a world failing its check is refused here, every problem listed
     else:
         raise UsageError("name a world to start a story (gm play WORLD) or a story to continue (--story ID)")
-    if story is not None and (arguments.fair or arguments.player_seed is not None):
-        raise UsageError("--fair and --player-seed choose a new story's dice; a story keeps the dice it began with")
+    if story is not None and (arguments.fair or arguments.player_seed is not None or arguments.dice_from):
+        raise UsageError(
+            "--fair, --player-seed and --dice-from choose a new story's dice; a story keeps the dice it began with"
+        )
     if arguments.player_seed is not None and not arguments.fair:
         raise UsageError("--player-seed is for a story with fair dice: add --fair")
     model = choose_model(arguments, world)
@@ -84,7 +91,7 @@ def run_play(arguments: argparse.Namespace) -> int:
     if story is None:
         story_id = game.begin(
             world,
-            settings={"dice": arguments.dice or "shown", **judging},
+            settings={"dice": arguments.dice or "shown", **judging, "dice_from": arguments.dice_from or "engine"},
             fair=arguments.fair,
             player_seed=arguments.player_seed,
         )

@@ -1,4 +1,4 @@
-"""Player commands typed in chat: `/roll`, `/dice`, `/open`, `/regenerate`, `/help`, `/quit`.
+"""Player commands typed in chat: `/roll`, `/dice`, `/open`, `/regenerate`, `/abandon`, `/end`, `/help`, `/quit`.
 
 Anything not starting with `/` is a message for the game master. An unknown `/command` is an error,
 never a message to the model, and so is bad notation in `/roll`: nothing is rolled, stored or sent.
@@ -21,6 +21,8 @@ Type what your character does, and the game master answers.
   /dice shown | hidden       show the dice under the narration, or not
   /open                      show the last round's dice in full
   /regenerate                a new telling of the last round, with the same dice
+  /abandon                   drop the round waiting for your dice (its rolls stay)
+  /end                       end the story: its secret rolls are shown, and it plays no more rounds
   /help                      this help
   /quit                      leave (the story is saved; continue with gm play --story ID)"""
 
@@ -58,7 +60,7 @@ class SetDice:
 class Simple:
     """A command without arguments."""
 
-    name: Literal["open", "regenerate", "help", "quit"]
+    name: Literal["open", "regenerate", "abandon", "end", "help", "quit"]
 
 
 Command = Say | RollDice | SetDice | Simple
@@ -86,10 +88,10 @@ def parse_command(line: str) -> Command | None:
         if rest.lower() not in ("shown", "hidden"):
             raise CommandError("say /dice shown or /dice hidden")
         return SetDice("shown" if rest.lower() == "shown" else "hidden")
-    if name in ("open", "regenerate", "help", "quit"):
+    if name in ("open", "regenerate", "abandon", "end", "help", "quit"):
         if rest:
             raise CommandError(f"/{name} takes nothing after it")
-        return Simple(name)  # type: ignore[arg-type]  # checked against the four names just above
+        return Simple(name)  # type: ignore[arg-type]  # checked against the names just above
     if name in ("exit", "q"):
         return Simple("quit")
     raise CommandError(f"there is no command /{name}; type /help for the commands")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,13 +24,16 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from sqlalchemy.exc import IntegrityError
 
 from gm import dice
+from gm.errors import StoryBusy, UsageError
 from gm.fair import PlayerSeedError, check_player_seed
 from gm.instructions import prompts_in_use
 from gm.judge import Judge
 from gm.lru import LRU
 from gm.memory import MemoryKeeper
 from gm.model import ChatModel, ModelError, model_name
-from gm.round import PlayerRoll, RoundEvents, RoundResult, RoundSettings, play_round
+from gm.resume import abandon_round, continue_round
+from gm.round import PlayerRoll, RoundEvents, RoundPaused, RoundResult, RoundSettings, play_round
+from gm.secret import end_story
 from gm.seeds import first_seed
 from gm.store import Store, Story
 from gm.text import require_storable
@@ -38,6 +42,7 @@ from gm.worlddef import World, world_from_data
 
 log = logging.getLogger(__name__)
 
+END_LEASE_SECONDS = 30.0
 CACHED_WORLDS = 1024  # stories whose built World is kept (about 20 KB each); the rest are rebuilt when played
 
 
@@ -108,6 +113,12 @@ class Game:
         """
         if player_seed is not None and not fair:
             raise PlayerSeedError("a player's seed is only for a story with fair dice")
+        dice_from = (settings or {}).get("dice_from", "engine")
+        if dice_from not in ("engine", "player"):
+            raise UsageError(f"dice_from is 'engine' or 'player', not {dice_from!r}")
+        if dice_from == "player" and fair:
+            # Fair dice are derived from a committed seed; faces typed at the table are not, so the two exclude.
+            raise UsageError("a story whose checks the player rolls at the table cannot also have fair dice")
         story = Story(
             fair=fair,
             player_seed=check_player_seed(player_seed) if player_seed is not None else None,
@@ -142,8 +153,12 @@ class Game:
         facts: tuple[str, ...] = (),
         player_roll: PlayerRoll | None = None,
         events: RoundEvents | None = None,
-    ) -> RoundResult:
-        """Play one round (with the player's own roll, if any); the memory keeper then runs in the background."""
+    ) -> RoundResult | RoundPaused:
+        """Play one round (with the player's own roll, if any); the memory keeper then runs in the background.
+
+        In a story whose checks are rolled at the table, a round may pause for the player's dice instead
+        (`RoundPaused`, with the question); `answer` goes on with it, `abandon` drops it.
+        """
         require_storable("the player's text", text)  # refused before anything is written (gm.text)
         result = await play_round(
             self.store,
@@ -158,12 +173,45 @@ class Game:
             events=events,
             judge=self.judge,
         )
-        self._remember(story_id)
+        if isinstance(result, RoundResult):
+            self._remember(story_id)
         return result
+
+    async def answer(
+        self, story_id: str, faces: str, *, events: RoundEvents | None = None
+    ) -> RoundResult | RoundPaused:
+        """Go on with the story's round paused for dice, with the faces the player typed ("14", "3 5 6 1").
+
+        Wrong faces raise `WrongFaces` (one sentence) and the question stands; it may pause again at a later check.
+        """
+        result = await continue_round(
+            self.store,
+            story_id,
+            world := self.world(story_id),
+            self._model_for(world),
+            faces,
+            settings=self.settings,
+            source=self.source,
+            events=events,
+            judge=self.judge,
+        )
+        if isinstance(result, RoundResult):
+            self._remember(story_id)
+        return result
+
+    async def end(self, story_id: str) -> None:
+        """End the story: every secret roll in it is shown from now on, and it plays no more rounds (gm.secret).
+
+        Taken under the story's lease, so it never lands in the middle of a round."""
+        await self.store.off_loop(_end_under_lease, self.store, story_id)
+
+    async def abandon(self, story_id: str) -> int:
+        """Drop the story's round paused for dice (its rolls stay); the number of the round dropped."""
+        return await self.store.off_loop(abandon_round, self.store, story_id)
 
     async def regenerate(
         self, story_id: str, *, facts: tuple[str, ...] = (), events: RoundEvents | None = None
-    ) -> RoundResult:
+    ) -> RoundResult | RoundPaused:
         """Play the last round again for a new narration; its rolls are kept, never rolled again.
 
         `facts` are told to the game master as with `play` (the chat endpoint's player notes, gm.compat).
@@ -181,7 +229,8 @@ class Game:
             events=events,
             judge=self.judge,
         )
-        self._remember(story_id)
+        if isinstance(result, RoundResult):
+            self._remember(story_id)
         return result
 
     def _model_for(self, world: World) -> ChatModel:
@@ -210,6 +259,17 @@ class Game:
             except (ModelError, IntegrityError) as error:
                 # The round stands; its memory is written after a later round.
                 log.warning("memory for story %s is left for later: %s", story_id, error)
+
+
+def _end_under_lease(store: Store, story_id: str) -> None:
+    store.story(story_id)  # StoryNotFound first
+    holder = uuid.uuid4().hex
+    if not store.take_lease(story_id, holder, END_LEASE_SECONDS):
+        raise StoryBusy("a round of this story is being played right now; end the story when that round is done")
+    try:
+        end_story(store, story_id)
+    finally:
+        store.release_lease(story_id, holder)
 
 
 @dataclass

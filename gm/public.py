@@ -6,8 +6,10 @@ here and nowhere else (named in families, as full-stack-fastapi-template names t
 table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
 
     {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
-                                                                   "judge": "on" | "off"},
-               "notices": [str], "fair", "commitment", "clock", "time"},
+                                                                   "judge": "on" | "off",
+                                                                   "dice_from": "engine" | "player"},
+               "notices": [str], "fair", "commitment", "clock", "time", "ended",
+               "asking": null | {"round", "check", "check_name", "character", "notation", "dice", "text"}},
      "rounds": [{"number", "player_text", "narration", "refusals": [str], "clock", "time",
                  "outcomes": [{"character", "result", "roll"}],
                  "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
@@ -19,7 +21,13 @@ table in `gm.records`, `StoryPublic` is what anyone outside sees of it).
     ROLL = {"id", "kind", "character", "check", "check_name", "notation", "reason", "target",
             "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
             "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt",
-            "edge", "opponent", "opponent_modifier", "natural", "stepped_from", "chances"}
+            "edge", "opponent", "opponent_modifier", "natural", "stepped_from", "chances",
+            "typed", "salt", "sealed", "hash"}
+
+`typed` marks faces a player rolled at the table and typed in (gm.table); `asking` is a round paused
+for them. `salt` is a secret check's random salt (gm.secret); in the player's transcript a secret roll
+not yet revealed has no card in its round and is a stub in `integrity.rolls`: `sealed` true, `hash` its
+chain hash, its dice and band left out. `ended`: the story has ended (its secret rolls are shown).
 
 `clock` is the story's time on its world's calendar (gm.calendar), in minutes since the story
 began, and `time` the same in words ("Fireday, 12 Rainmoon 311 AL, 19:30 (dusk)"): the story's
@@ -129,6 +137,10 @@ class RollPublic(BaseModel):
     natural: str | None = None
     stepped_from: str | None = None
     chances: list[ChancePublic] | None = None
+    typed: bool = False  # the faces were rolled at the table and typed by the player (gm.table)
+    salt: str | None = None  # a secret roll's salt, hashed with it (gm.secret); null in a sealed stub
+    sealed: bool = False  # a secret roll not yet revealed, in the player's transcript: a stub (gm.secret)
+    hash: str | None = None  # a sealed stub's own chain hash, which the next roll's prev_hash names
 
     @classmethod
     def from_stored(
@@ -173,6 +185,8 @@ class RollPublic(BaseModel):
             natural=data.get("natural_text"),
             stepped_from=data.get("stepped_from"),
             chances=_chances(data, world),
+            typed=bool(data.get("typed", False)),
+            salt=data.get("salt"),
         )
 
     @property
@@ -243,10 +257,29 @@ JUDGE_OFF_NOTICE = "narrations are not judged"
 
 
 class StorySettings(BaseModel):
-    """A story's settings: the Dice setting (the player's to change), and whether narrations are judged."""
+    """A story's settings: the Dice setting (the player's to change), whether narrations are judged, and
+    who rolls the checks: the engine, or the player at the table, typing the faces (gm.table)."""
 
     dice: DiceSetting = "shown"
     judge: Literal["on", "off"] = "on"
+    dice_from: Literal["engine", "player"] = "engine"
+
+
+class QuestionPublic(BaseModel):
+    """A check waiting for the player's dice: the round is paused until the faces are typed (gm.table).
+
+    `dice` lists the die of each face wanted, in order ("d20", or "d6", "d6", "d6", "d6" for 4d6kh3).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    check: str
+    check_name: str
+    character: str
+    notation: str
+    dice: list[str]
+    text: str
 
 
 class StoryPublic(BaseModel):
@@ -266,6 +299,8 @@ class StoryPublic(BaseModel):
     commitment: str | None = None
     clock: int | None = None  # the story's time now: minutes since it began; null without a calendar
     time: str | None = None  # the same in words, on the world's calendar
+    asking: QuestionPublic | None = None  # a round paused for the player's dice (gm.table), or null
+    ended: bool = False  # the story has ended: it plays no more rounds, and its secret rolls are shown (gm.secret)
 
     @classmethod
     def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
@@ -275,12 +310,17 @@ class StoryPublic(BaseModel):
             title=story.title,
             created_at=as_utc(story.created_at).isoformat(),
             rounds=story.rounds,
-            settings=StorySettings(dice=story.settings.get("dice", "shown"), judge=judge),
+            settings=StorySettings(
+                dice=story.settings.get("dice", "shown"),
+                judge=judge,
+                dice_from="player" if story.settings.get("dice_from") == "player" else "engine",
+            ),
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
             fair=story.fair,
             commitment=commitment,
             clock=story.clock,
             time=story_time(story.world_data, story.clock),
+            ended=story.ended_at is not None,
         )
 
 

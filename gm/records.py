@@ -63,6 +63,7 @@ class Story(StoryBase, table=True):
     player_seed: str | None = None
     seed_epoch: int | None = None  # the epoch of the seed fair rolls are derived from now
     clock: int | None = _clock()  # the story's current time (the last round's end); None in a world without a calendar
+    ended_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
 
 
 class SeedRecord(SQLModel, table=True):
@@ -132,6 +133,46 @@ class RollRecord(SQLModel, table=True):
     seq: int | None = None  # set by the store as the roll is written (every stored roll has one)
     prev_hash: str | None = None
     seed_epoch: int | None = None
+    typed: bool = False  # faces the player rolled at the table and typed in (gm.table), not the engine's
+    salt: str | None = None  # a secret roll's random salt, hashed with it so its sealed hash hides it (gm.secret)
+    created_at: datetime = _moment()
+
+
+class RevealRecord(SQLModel, table=True):
+    """A secret roll the game master revealed (reveal_roll): from then on the player sees its card (gm.secret)."""
+
+    __tablename__ = "reveals"
+    roll_id: int = Field(foreign_key="rolls.id", primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    round_number: int  # the round in which it was revealed
+    revealed_at: datetime = _moment()
+
+
+class PausedRound(SQLModel, table=True):
+    """A round waiting for the player's dice (gm.table): everything needed to go on with it, in any process.
+
+    One per story at most (the story is its key): while it waits no other round of the story can start,
+    yet the story's lease is free. `messages` are the game master's conversation so far, `pending` the
+    tool calls of its last answer not yet run (the first is the check waiting for faces), `rolls` the
+    ids of the rolls the attempt holds, in order, and `earlier` those of the round it plays again, if any.
+    """
+
+    __tablename__ = "paused_rounds"
+    story_id: str = Field(foreign_key="stories.id", primary_key=True)
+    attempt_id: str = Field(foreign_key="attempts.id")
+    round_number: int
+    player_text: str
+    regenerating: bool = False
+    judged: bool = True
+    messages: list[dict[str, Any]] = _json()
+    pending: list[dict[str, Any]] = _json()
+    rolls: list[int] = _json()
+    told: list[int] = _json()  # the rolls whose results the game master had read before its last answer
+    earlier: list[int] = _json()
+    refusals: list[str] = _json()
+    model_calls: int = 0  # made so far by the attempt (they count toward the round's bound)
+    clock: int | None = _clock()
+    question: dict[str, Any] = _json()
     created_at: datetime = _moment()
 
 

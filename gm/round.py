@@ -20,19 +20,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pydantic import BaseModel
+
 from gm import dice
 from gm.errors import Conflict, ModelRetry, RoundFailed
 from gm.failing import end_failed
 from gm.judge import Judge
 from gm.lease import held_lease
 from gm.memory import recall
-from gm.model import ChatModel, Completion
+from gm.model import ChatModel, ToolCall
+from gm.paused import keep_paused, refuse_if_waiting
 from gm.prompt import JudgedOutcome, JudgeRequest, PlayerTurn, engine_message, game_master_messages
-from gm.public import JudgementPublic, OutcomePublic, RollPublic, RoundPublic
+from gm.public import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic, RoundPublic
 from gm.referee import Result, Telling, judge_refusals, referee
 from gm.retries import EarlierRolls
+from gm.secret import is_secret, refuse_if_ended, reveal, sealed_ids
 from gm.seeds import dice_for, stamped
-from gm.store import ModelCall, RollRecord, RoundRecord, Store, Story, model_call_from
+from gm.store import ModelCall, PausedRound, RollRecord, RoundRecord, Store, Story, model_call_from
+from gm.table import FacesNeeded
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.worlddef import World
 
@@ -71,6 +76,13 @@ class RoundResult(RoundPublic):
     regenerated: bool = False
 
 
+class RoundPaused(BaseModel):
+    """A round paused for the player's dice (gm.table): what to ask; `gm.resume.continue_round` goes on with it."""
+
+    story_id: str
+    asking: QuestionPublic
+
+
 @dataclass(frozen=True, slots=True)
 class PlayerRoll:
     """Dice a player rolled with `/roll`: rolled at the start of the round and given to the game master as a fact."""
@@ -94,6 +106,16 @@ class _Attempt:
     judged: bool = True  # False for a story started with judging off
     narrate_reply: int | None = None  # where in `messages` the accepted narrate's tool result is
     judgement: dict[str, Any] | None = None  # the judge's verdicts on the accepted narration, if judged
+    calls_before: int = 0  # model calls made before the round paused for dice (they count toward the bound)
+    regenerating: bool = False
+
+
+class _Paused(Exception):
+    """A check waits for the player's dice: the tool calls not yet run, the first of them that check."""
+
+    def __init__(self, question: QuestionPublic, pending: list[ToolCall]) -> None:
+        super().__init__(question.text)
+        self.question, self.pending = question, pending
 
 
 async def play_round(
@@ -110,12 +132,15 @@ async def play_round(
     player_roll: PlayerRoll | None = None,
     events: RoundEvents | None = None,
     judge: Judge | None = None,
-) -> RoundResult:
+) -> RoundResult | RoundPaused:
     """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`).
 
     With a `judge`, a narration that settles a check roll is shown, stored or remembered only once
     the judge has read it as telling each rolled outcome's result (see `gm.judge`), unless the story
     was started with `settings={"judge": "off"}`.
+
+    In a story whose checks are rolled at the table (`settings={"dice_from": "player"}`, gm.table), the
+    round pauses at a check and a `RoundPaused` comes back with the question; `gm.resume` goes on with it.
 
     Database work goes through `Store.off_loop` (worker threads on a database server, so one
     server's other stories go on meanwhile); the listener is always called on the event loop, in order.
@@ -135,12 +160,57 @@ async def play_round(
     async with held_lease(store, story_id, holder, settings):  # renewed by a heartbeat while the round runs
         opening = _Opening(player_text, facts, regenerate, player_roll, source)
         state = await store.off_loop(_begin, store, story_id, world, opening, tell)
+        return await run_attempt(store, story_id, world, model, state, settings, judge, holder)
+
+
+async def run_attempt(
+    store: Store,
+    story_id: str,
+    world: World,
+    model: ChatModel,
+    state: _Attempt,
+    settings: RoundSettings,
+    judge: Judge | None,
+    holder: str,
+    pending: Sequence[ToolCall] = (),
+) -> RoundResult | RoundPaused:
+    """Play an opened attempt (under `holder`'s lease) to its end: accepted, paused for dice, or failed.
+
+    `pending` are tool calls of the game master's last answer still to run, for a round taken up again.
+    """
+    try:
         try:
-            ending = await _tool_loop(store, model, world, state, settings, judge)
-            return await store.off_loop(_accept, store, story_id, world, state, ending, regenerate, holder)
-        except BaseException as error:  # gave up, unreachable, a failed write, a bug: never left running
+            ending = await _tool_loop(store, model, world, state, settings, judge, pending)
+        except _Paused as paused:
+            kept = _paused_record(story_id, state, paused)
             calls = _bind(state.calls, story_id, state.attempt_id)
-            raise await end_failed(store, state.attempt_id, calls, error) from None
+            await store.off_loop(keep_paused, store, kept, calls, holder)
+            return RoundPaused(story_id=story_id, asking=paused.question)
+        return await store.off_loop(_accept, store, story_id, world, state, ending, state.regenerating, holder)
+    except BaseException as error:  # gave up, unreachable, a failed write, a bug: never left running
+        calls = _bind(state.calls, story_id, state.attempt_id)
+        raise await end_failed(store, state.attempt_id, calls, error) from None
+
+
+def _paused_record(story_id: str, state: _Attempt, paused: _Paused) -> PausedRound:
+    """Everything the attempt needs to go on once the faces are typed, in any process (gm.paused)."""
+    return PausedRound(
+        story_id=story_id,
+        attempt_id=state.attempt_id,
+        round_number=state.number,
+        player_text=state.player_text,
+        regenerating=state.regenerating,
+        judged=state.judged,
+        messages=state.messages,
+        pending=[{"id": call.id, "name": call.name, "arguments": call.arguments} for call in paused.pending],
+        rolls=[roll.id for roll in state.tools.rolls if roll.id is not None],
+        told=sorted(state.tools.told),
+        earlier=[roll.id for roll in state.tools.earlier if roll.id is not None],
+        refusals=state.refusals,
+        model_calls=state.calls_before + len(state.calls),
+        clock=state.tools.clock,
+        question=paused.question.model_dump(mode="json"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +227,8 @@ class _Opening:
 def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: RoundEvents) -> _Attempt:
     """Open the attempt (in a worker thread, under the lease): its number, earlier rolls, player roll, prompt."""
     story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
+    refuse_if_ended(story)
+    refuse_if_waiting(store, story_id)  # a round paused for dice must be answered or abandoned first
     player_text = opening.player_text
     earlier: list[RollRecord] = []
     if opening.regenerate:
@@ -171,12 +243,10 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     source = dice_for(store, story, opening.source)  # a fair story's dice come from its seed (gm.seeds)
     retried = EarlierRolls(store.rolls_of_round(story.id, number))  # a round's rolls outlive its attempts
 
-    def write_roll(record: RollRecord) -> RollRecord:
-        stored = store.record_roll(stamped(source, record))
-        tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
-        return stored
-
+    write_roll = roll_writer(store, world, source, tell)
     tools = RoundTools(world, story.id, attempt.id, number, write_roll, source, earlier, retried=retried)
+    tools.dice_from = str(story.settings.get("dice_from", "engine"))
+    bind_secrets(store, tools)
     tools.clock = _clock_at_start(store, story, world, number, opening.regenerate)
     facts = [*opening.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
     if opening.player_roll is not None:
@@ -184,7 +254,35 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     turn = PlayerTurn(player_text, tuple(facts))
     messages = game_master_messages(world, recall(store, story, number), turn, tools.clock)
     judged = story.settings.get("judge") != "off"
-    return _Attempt(messages, attempt.id, number, player_text, tools, tell, judged=judged)
+    return _Attempt(
+        messages, attempt.id, number, player_text, tools, tell, judged=judged, regenerating=opening.regenerate
+    )
+
+
+def roll_writer(
+    store: Store, world: World, source: dice.DiceSource | None, tell: RoundEvents
+) -> Callable[[RollRecord], RollRecord]:
+    """How an attempt writes a roll: at once, as the next link of the story's chain, and tells the listener."""
+
+    def write_roll(record: RollRecord) -> RollRecord:
+        stored = store.record_roll(stamped(source, record))
+        if not is_secret(stored, world):  # a secret roll's card is not streamed (gm.secret)
+            tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
+        return stored
+
+    return write_roll
+
+
+def bind_secrets(store: Store, tools: RoundTools) -> None:
+    """Give the tools what reveal_roll needs: the story's rolls by id, and a way to write a reveal at once."""
+    story_id, number = tools.story_id, tools.round_number
+
+    def find(roll_id: int) -> RollRecord | None:
+        found = store.rolls_by_id([roll_id])
+        return found[0] if found and found[0].story_id == story_id else None
+
+    tools.find_roll = find
+    tools.reveal = lambda roll_id: reveal(store, story_id, roll_id, number)
 
 
 def _clock_at_start(store: Store, story: Story, world: World, number: int, regenerate: bool) -> int | None:
@@ -219,13 +317,14 @@ def _accept(
     )
     store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id), holder=holder)
     unfinished = store.unfinished_attempts(story_id, state.number)  # whose rolls came back to this attempt
+    sealed = sealed_ids(store, story_id, world)  # secret rolls not yet revealed: no card for the player
     return RoundResult(
         story_id=story_id,
         number=state.number,
         player_text=state.player_text,
         narration=ending.text,
         outcomes=outcomes,
-        rolls=[RollPublic.from_stored(roll, world, unfinished=unfinished) for roll in rolls],
+        rolls=[RollPublic.from_stored(r, world, unfinished=unfinished) for r in rolls if r["id"] not in sealed],
         refusals=list(state.refusals),
         judge=JudgementPublic.model_validate(state.judgement) if state.judgement else None,
         clock=state.tools.clock,
@@ -236,47 +335,75 @@ def _accept(
 
 
 async def _tool_loop(
-    store: Store, model: ChatModel, world: World, state: _Attempt, settings: RoundSettings, judge: Judge | None
+    store: Store,
+    model: ChatModel,
+    world: World,
+    state: _Attempt,
+    settings: RoundSettings,
+    judge: Judge | None,
+    pending: Sequence[ToolCall] = (),
 ) -> Narration:
     schemas = tool_schemas(world)
-    for _ in range(settings.max_model_calls):
-        state.events("working", {"call": len(state.calls) + 1})
+    if pending:  # a round taken up again: the rest of the answer it paused in comes first
+        ending = await _step(store, world, state, settings, judge, pending, None)
+        if ending is not None:
+            return ending
+    for _ in range(max(0, settings.max_model_calls - state.calls_before)):
+        state.events("working", {"call": state.calls_before + len(state.calls) + 1})
         completion = await model.complete(state.messages, tools=schemas)
-        refusals_before = len(state.refusals)
         state.calls.append(model_call_from(completion, "game_master"))
         if completion.finish_reason == "length":
             raise RoundFailed("the game master's answer was cut off before it ended the round; try again")
         state.messages.append(completion.raw_message)
-        # Tool calls write rolls, so they are database work like the rest (see Store.off_loop).
         state.tools.next_message()  # every result sent so far has now been read; this message's are not yet
-        if completion.tool_calls:
-            ending = await store.off_loop(_run_calls, completion, state.tools, state)
-        else:
-            ending = _plain_text(completion, world, state.tools, state)
-        if ending is not None and judge is not None and state.judged:
-            ending = await _judged(ending, judge, world, state)
-        state.calls[-1].refusals = len(state.refusals) - refusals_before
-        for reason in state.refusals[refusals_before:]:
-            state.events("refusal", {"reason": reason})
+        ending = await _step(store, world, state, settings, judge, completion.tool_calls, completion.content)
         if ending is not None:
-            state.events("narration", {"text": ending.text})
             return ending
-        if len(state.refusals) > settings.max_refusals:
-            raise RoundFailed(
-                f"the game master could not end the round in agreement with the dice after {len(state.refusals)} "
-                "refusals; nothing was changed, try again"
-            )
     raise RoundFailed(f"the game master did not end the round within {settings.max_model_calls} model calls; try again")
 
 
-def _run_calls(completion: Completion, tools: RoundTools, state: _Attempt) -> Narration | None:
+async def _step(
+    store: Store,
+    world: World,
+    state: _Attempt,
+    settings: RoundSettings,
+    judge: Judge | None,
+    calls: Sequence[ToolCall],
+    content: str | None,
+) -> Narration | None:
+    """Act on one answer of the game master (its tool calls, or its plain text): the ending, if it ended the round."""
+    refusals_before = len(state.refusals)
+    # Tool calls write rolls, so they are database work like the rest (see Store.off_loop).
+    if calls:
+        ending = await store.off_loop(_run_calls, list(calls), state.tools, state)
+    else:
+        ending = _plain_text(content, world, state.tools, state)
+    if ending is not None and judge is not None and state.judged:
+        ending = await _judged(ending, judge, world, state)
+    if state.calls:
+        state.calls[-1].refusals += len(state.refusals) - refusals_before
+    for reason in state.refusals[refusals_before:]:
+        state.events("refusal", {"reason": reason})
+    if ending is not None:
+        state.events("narration", {"text": ending.text})
+        return ending
+    if len(state.refusals) > settings.max_refusals:
+        raise RoundFailed(
+            f"the game master could not end the round in agreement with the dice after {len(state.refusals)} "
+            "refusals; nothing was changed, try again"
+        )
+    return None
+
+
+def _run_calls(calls: list[ToolCall], tools: RoundTools, state: _Attempt) -> Narration | None:
     """Run each tool call in order; every call gets its result message, even those after an ending.
 
     A tool that wants the model to try again raises `ModelRetry`: its sentence is the call's result,
-    and it counts as one of the round's refusals.
+    and it counts as one of the round's refusals. A check waiting for the player's dice (gm.table)
+    pauses the round there: that call and those after it are kept to run when the faces come.
     """
     ending: Narration | None = None
-    for call in completion.tool_calls:
+    for index, call in enumerate(calls):
         content: dict[str, Any]
         if ending is not None:
             content = {"error": "the round already ended with narrate; this call was not run"}
@@ -284,6 +411,8 @@ def _run_calls(completion: Completion, tools: RoundTools, state: _Attempt) -> Na
             try:
                 reply = tools.call(call.name, call.arguments)
                 content, ending = reply.content, reply.ended
+            except FacesNeeded as needed:
+                raise _Paused(needed.question, calls[index:]) from None
             except ModelRetry as retry:
                 content = {"error": str(retry)}
                 state.refusals.append(str(retry))
@@ -338,9 +467,9 @@ def _check_name(world: World, roll: RollRecord) -> str:
     return str(roll.check_key)
 
 
-def _plain_text(completion: Completion, world: World, tools: RoundTools, state: _Attempt) -> Narration | None:
+def _plain_text(content: str | None, world: World, tools: RoundTools, state: _Attempt) -> Narration | None:
     """A plain answer ends a round in which no check was rolled; otherwise the model is told to narrate."""
-    text = str(completion.content or "").strip()
+    text = str(content or "").strip()
     if tools.checks_rolled:
         reason = PLAIN_TEXT_REFUSAL
     elif not text:

@@ -93,6 +93,7 @@ class Check:
     advantage: Notation | None = None
     disadvantage: Notation | None = None
     naturals: tuple[Natural, ...] = ()
+    secret: bool = False  # rolled in secret: no card for the player until revealed (gm.secret)
 
     @property
     def needs_target(self) -> bool:
@@ -351,4 +352,5 @@ def _build_check(raw: dict[str, Any], expression: dice.Expression) -> Check:
         raw.get("compare", "absolute"),
         raw.get("modifier"),
         **build_table(raw),
+        secret=bool(raw.get("secret", False)),
     )

@@ -13,6 +13,7 @@ in a band gap is no one's mistake: it is an ordinary result marked `void`, with 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -33,6 +34,7 @@ from gm.referee import MAX_NARRATION, Outcome, Result, RollKind, RoundRoll, refe
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, opposed_modifier, read_value
 from gm.store import RollRecord
+from gm.table import FacesNeeded, question_for
 from gm.tools_table import edge_asked, opponent_of, roll_check_properties
 from gm.worlddef import CharacterCannotRoll, World
 
@@ -82,6 +84,8 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
             ["notation", "reason"],
         )
     )
+    if world.rules is not None and any(check.secret for check in world.rules.checks):
+        tools.append(_reveal_roll_schema())
     if world.calendar is not None:
         tools.append(
             _function(
@@ -122,6 +126,23 @@ def tool_schemas(world: World) -> list[dict[str, Any]]:
         )
     )
     return tools
+
+
+def _reveal_roll_schema() -> dict[str, Any]:
+    """reveal_roll, offered only in a world with a secret check (gm.secret)."""
+    return _function(
+        "reveal_roll",
+        "Show the player a secret check's roll, which they cannot see until you reveal it or the story ends "
+        "(when the truth comes out in the story). Returns the roll's band.",
+        {
+            "roll": {"type": "integer", "minimum": 1, "maximum": MAX_ROLL_ID, "description": "The secret roll's id."},
+            "reason": {"type": "string", "maxLength": MAX_REASON, "description": "Why it comes to light now."},
+        },
+        ["roll", "reason"],
+    )
+
+
+SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -165,6 +186,10 @@ class RoundTools:
     retried: EarlierRolls = field(default_factory=EarlierRolls)
     told: set[int] = field(default_factory=set)  # rolls whose results the model was given in an earlier message
     clock: int | None = None  # the story's time (gm.calendar), moved on by advance_time; None without a calendar
+    dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.table)
+    typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
+    find_roll: Callable[[int], RollRecord | None] | None = None  # a roll of this story by id (for reveal_roll)
+    reveal: Callable[[int], None] | None = None  # writes a secret roll's reveal at once (gm.secret)
 
     def next_message(self) -> None:
         """A new message of the model's begins: it has now read the result of every roll so far."""
@@ -182,6 +207,8 @@ class RoundTools:
             return self.roll_dice(arguments)
         if name == "advance_time":
             return self.advance_time(arguments)
+        if name == "reveal_roll":
+            return self.reveal_roll(arguments)
         return self.narrate(arguments)
 
     @property
@@ -218,8 +245,15 @@ class RoundTools:
         settled = certain(check, target, net, edge)
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
             raise ModelRetry(refusal(settled, character.name))
-        source = dice.for_one_roll(self.source)
-        result = dice.roll(check.rolled(edge), source, hit=check.hit_read)
+        source, typed = dice.for_one_roll(self.source), False
+        rolled = check.rolled(edge)
+        # Rolled at the table: the round pauses for the faces, then comes back here. Not a secret check,
+        # whose dice the player must not see: the engine rolls those, at the table or not (gm.secret).
+        if self.dice_from == "player" and not check.secret:
+            if self.typed_faces is None:
+                raise FacesNeeded(question_for(self.round_number, check.key, check.name, character.name, rolled))
+            source, typed, self.typed_faces = dice.GivenFaces(self.typed_faces), True, None
+        result = dice.roll(rolled, source, hit=check.hit_read)
         value, reading = read_roll(check, result, edge, target, net)
         band = reading.band
         record = self._write(
@@ -241,8 +275,13 @@ class RoundTools:
             opponent_modifier=against if opponent is not None else None,
             natural_text=reading.natural,
             stepped_from=reading.stepped_from,
+            typed=typed,
+            salt=secrets.token_hex(16) if check.secret else None,  # so the sealed roll's hash hides it (gm.secret)
         )
-        return ToolReply(_check_content(record, repeated=False))
+        content = _check_content(record, repeated=False)
+        if check.secret:
+            content["secret"] = SECRET_NOTE
+        return ToolReply(content)
 
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
         try:
@@ -257,6 +296,22 @@ class RoundTools:
         result = dice.roll(expression, dice.for_one_roll(self.source))
         record = self._write("dice", result, str(arguments.get("reason", "")))
         return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
+
+    def reveal_roll(self, arguments: dict[str, Any]) -> ToolReply:
+        """Unseal a secret check's roll of this story, so the player sees its card from now on."""
+        roll_id = int(arguments["roll"])
+        found = next((roll for roll in self.rolls if roll.id == roll_id), None)
+        if found is None and self.find_roll is not None:
+            found = self.find_roll(roll_id)
+        rules = self.world.rules
+        if found is None:
+            raise ModelRetry(f"there is no roll {roll_id} in this story")
+        key = str(found.check_key)
+        if found.kind != "check" or rules is None or key not in rules or not rules[key].secret:
+            raise ModelRetry(f"roll {roll_id} is not a secret check's roll; the player already sees it")
+        if self.reveal is not None:
+            self.reveal(roll_id)
+        return ToolReply({"revealed": roll_id, "band": found.band, "result": found.result})
 
     def advance_time(self, arguments: dict[str, Any]) -> ToolReply:
         calendar = self.world.calendar

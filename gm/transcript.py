@@ -7,19 +7,28 @@ print (the play page draws the same words in play.js).
 
 from __future__ import annotations
 
+from gm.paused import question_of
 from gm.public import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.secret import sealed_ids, stub, visible
 from gm.store import Store, Story
 from gm.worlddef import World, whole_number, world_from_data
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
 
-def transcript(store: Store, story_id: str) -> TranscriptPublic:
-    """The whole story in its public shape, with what an audit of it needs (`integrity`)."""
+def transcript(store: Store, story_id: str, *, player: bool = False) -> TranscriptPublic:
+    """The whole story in its public shape, with what an audit of it needs (`integrity`).
+
+    `player=True` is the player's transcript (the story token's): secret rolls not yet revealed have no
+    card in their rounds, and are sealed stubs in the chain (gm.secret). The operator's sees everything.
+    """
     story = store.story(story_id)
     world = world_from_data(story.world_data, story.dice_data)
     unfinished = store.unfinished_attempts(story_id)
     rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    sealed = sealed_ids(store, story_id, world) if player else set()
+    for round_ in rounds:
+        round_.rolls = visible(round_.rolls, sealed)
     seeds = [SeedPublic.from_record(seed) for seed in store.seeds(story_id)]
     current = next((seed.commitment for seed in seeds if seed.epoch == story.seed_epoch), None)
     integrity = IntegrityPublic(
@@ -31,7 +40,10 @@ def transcript(store: Store, story_id: str) -> TranscriptPublic:
         legacy_rolls=story.legacy_rolls,
         dice=story.dice_data,
         modifiers=modifiers(world),
-        rolls=[RollPublic.from_stored(roll, world) for roll in store.story_rolls(story_id)],
+        rolls=[
+            stub(public) if public.id in sealed else public
+            for public in (RollPublic.from_stored(roll, world) for roll in store.story_rolls(story_id))
+        ],
     )
     return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
 
@@ -40,7 +52,9 @@ def story_public(store: Store, story: Story, commitment: str | None = None) -> S
     """A story in its public shape, with a fair story's current commitment."""
     if story.fair and commitment is None:
         commitment = store.current_seed(story.id).commitment
-    return StoryPublic.from_record(story, commitment)
+    public = StoryPublic.from_record(story, commitment)
+    public.asking = question_of(store, story.id)  # a round waiting for the player's dice (gm.table)
+    return public
 
 
 def modifiers(world: World) -> dict[str, dict[str, int]]:
@@ -76,6 +90,7 @@ def card(roll: RollPublic) -> str:
 def opened(roll: RollPublic) -> str:
     """The card opened: the full dice line, and for a check how the value was read."""
     earlier = ", rolled in an earlier attempt" if roll.from_earlier_attempt else ""
+    earlier += ", typed at the table" if roll.typed else ""  # faces the player rolled and typed (gm.table)
     if roll.kind != "check":
         return f"{card(roll)}  [{roll.dice}{earlier}]"
     reading = f"with {roll.edge}: {roll.dice}" if roll.edge else roll.dice

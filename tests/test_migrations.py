@@ -23,9 +23,14 @@ from sqlmodel import SQLModel
 from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
 
-HEAD = "table_rules"
+HEAD = "table_dice"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
+COLUMNS_OF_TABLE_DICE = [
+    ("rolls", "typed"),
+    ("rolls", "salt"),
+    ("stories", "ended_at"),
+]  # added by the table_dice revision, with the paused_rounds table
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """
@@ -76,6 +81,7 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "table_rules",
         "calendar",
         "integrity",
         "judge",
@@ -139,7 +145,9 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     plus stories.token_hash once the story API came (one commit made that column with create_all)."""
     SQLModel.metadata.create_all(engine)
     with engine.begin() as connection:
-        for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR:  # create_all makes today's tables
+        connection.execute(text("DROP TABLE paused_rounds"))
+        connection.execute(text("DROP TABLE reveals"))
+        for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE:  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
         if made_by == "before the story API":

@@ -21,11 +21,17 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gm.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.errors import Conflict, GmError, NotFound, UsageError
+from gm.paused import NOTHING_WAITING, question_of, refuse_if_waiting
 from gm.public import StoryPublic, TranscriptPublic
-from gm.round import NOTHING_TO_REGENERATE, RoundEvents, RoundResult
+from gm.round import NOTHING_TO_REGENERATE, RoundEvents, RoundPaused, RoundResult
+from gm.secret import refuse_if_ended
+from gm.store import Story
+from gm.table import read_faces
 from gm.transcript import story_public, transcript
 from gm.web.schemas import (
     EVENT_STREAM,
+    AbandonedOut,
+    FacesIn,
     MessageIn,
     PlayedOut,
     RoundOut,
@@ -89,15 +95,26 @@ def list_worlds(app: ServiceDep) -> list[WorldOut]:
 def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> StartedOut:
     """Start a story; the answer holds the story's secret token, which is not shown again."""
     app.check_api_token(token)
-    story_id, story_token = app.start(body.world, body.dice, body.judge, fair=body.fair, player_seed=body.player_seed)
+    story_id, story_token = app.start(
+        body.world, body.dice, body.judge, fair=body.fair, player_seed=body.player_seed, dice_from=body.dice_from
+    )
     return StartedOut(story=_story(app, story_id), token=story_token)
 
 
 @router.get("/stories/{story_id}", responses=errors(401, 404))
 def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPublic:
-    """The story with its whole transcript (the shape of `gm show --json`)."""
+    """The story with its whole transcript (the shape of `gm show --json`), as its player sees it: a secret
+    roll not yet revealed has no card, and is a sealed stub in the chain (gm.secret)."""
     app.story(story_id, token)
-    return transcript(app.game.store, story_id)
+    return transcript(app.game.store, story_id, player=True)
+
+
+@router.post("/stories/{story_id}/end", responses=errors(401, 404, 409))
+async def end_story(story_id: str, app: ServiceDep, token: TokenDep) -> StoryPublic:
+    """End the story: its secret rolls are shown, and it plays no more rounds (409 while a round waits for dice)."""
+    app.story(story_id, token)
+    await app.game.end(story_id)
+    return _story(app, story_id)
 
 
 @router.put("/stories/{story_id}/settings", responses=errors(401, 404, 422))
@@ -122,14 +139,45 @@ async def regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> PlayedO
     return await _play(app, story_id, "/regenerate", None)
 
 
+@router.post("/stories/{story_id}/faces", responses=errors(401, 404, 409, 422, 502))
+async def send_faces(story_id: str, body: FacesIn, app: ServiceDep, token: TokenDep) -> PlayedOut:
+    """The faces the player rolled at the table for the check its round waits on; the round then goes on
+    (400 with one sentence for faces that do not answer the question, which stands; 409 if none waits)."""
+    app.story(story_id, token)
+    return played(await app.game.answer(story_id, body.faces), None)
+
+
+@router.post(
+    "/stories/{story_id}/faces/stream",
+    response_class=EventStream,
+    responses={**EVENT_STREAM, **errors(401, 404, 409, 422)},
+)
+async def stream_faces(story_id: str, body: FacesIn, app: ServiceDep, token: TokenDep) -> EventStream:
+    """The faces, with the rest of the round as server-sent events; faces that do not answer are a 400 before it."""
+    app.story(story_id, token)
+    question = question_of(app.game.store, story_id)
+    if question is None:
+        raise Conflict(NOTHING_WAITING)
+    read_faces(body.faces, question)  # a wrong answer is a 400 before any stream starts
+    return _stream(app, story_id, lambda events: _answer(app, story_id, body.faces, events))
+
+
+@router.post("/stories/{story_id}/abandon", responses=errors(401, 404, 409))
+async def abandon(story_id: str, app: ServiceDep, token: TokenDep) -> AbandonedOut:
+    """Drop the round waiting for the player's dice (409 if none waits); its rolls stay in the story."""
+    app.story(story_id, token)
+    return AbandonedOut(round=await app.game.abandon(story_id))
+
+
 @router.post(
     "/stories/{story_id}/messages/stream",
     response_class=EventStream,
-    responses={**EVENT_STREAM, **errors(401, 404, 422)},
+    responses={**EVENT_STREAM, **errors(401, 404, 409, 422)},
 )
 async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> EventStream:
-    """The same round as server-sent events: working, roll, refusal, narration, then done or failed."""
-    app.story(story_id, token)
+    """The same round as server-sent events: working, roll, refusal, narration, then done or failed
+    (409 before any stream for a story that has ended, or whose round waits for the player's dice)."""
+    refuse_before_stream(app, app.story(story_id, token))
     parse_or_refuse(body.text)  # bad commands are a 400 before any stream starts
     return _stream(app, story_id, lambda events: _play(app, story_id, body.text, events))
 
@@ -141,9 +189,17 @@ async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token:
 )
 async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> EventStream:
     """A new telling of the last round as server-sent events; 409 before any round, as without the stream."""
-    if app.story(story_id, token).rounds == 0:
+    story = app.story(story_id, token)
+    if story.rounds == 0:
         raise Conflict(NOTHING_TO_REGENERATE)
+    refuse_before_stream(app, story)
     return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
+
+
+def refuse_before_stream(app: Service, story: Story) -> None:
+    """What would stop a round at its start is a 409 before a stream starts, not a `failed` event in it."""
+    refuse_if_ended(story)
+    refuse_if_waiting(app.game.store, story.id)
 
 
 def parse_or_refuse(text: str) -> Any:
@@ -166,6 +222,19 @@ async def _play(app: Service, story_id: str, text: str, events: RoundEvents | No
     else:
         assert isinstance(command, Say)
         result = await app.game.play(story_id, command.text, events=events)
+    return played(result, events)
+
+
+async def _answer(app: Service, story_id: str, faces: str, events: RoundEvents | None) -> PlayedOut:
+    return played(await app.game.answer(story_id, faces, events=events), events)
+
+
+def played(result: RoundResult | RoundPaused, events: RoundEvents | None) -> PlayedOut:
+    """The answer for a round: played to its end, or paused for the player's dice (told as `asking` too)."""
+    if isinstance(result, RoundPaused):
+        if events is not None:
+            events("asking", result.asking.model_dump(mode="json"))
+        return PlayedOut(round=None, asking=result.asking)
     return PlayedOut(round=round_out(result))
 
 

@@ -31,4 +31,4 @@ def reveal_seed(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, An
 def audit_story(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """Check the story's dice as `gm audit` does; `ok` is false, with every mismatch, when anything is off."""
     app.story(story_id, token)
-    return audit(transcript(app.game.store, story_id)).to_json()
+    return audit(transcript(app.game.store, story_id, player=True)).to_json()  # sealed secret rolls as stubs

@@ -44,9 +44,9 @@ from gm.compat import (
     task_answer,
     told_as_stored,
 )
-from gm.errors import GmError, NotFound
+from gm.errors import Conflict, GmError, NotFound
 from gm.public import RoundPublic
-from gm.round import RoundResult
+from gm.round import RoundPaused, RoundResult
 from gm.store import Story
 from gm.web.api import ServiceDep, TokenDep
 from gm.web.errors import openai_error, status_for
@@ -184,7 +184,7 @@ class ChatPlay:
             return self._simple(command.name, story) + "\n\n" + marker_text(story.id, token, story.rounds)
         swipe = await game.store.off_loop(self._is_swipe, story)
         notice = await game.store.off_loop(self._notice, story, swipe)
-        result: RoundResult
+        result: RoundResult | RoundPaused
         if isinstance(command, Simple) or swipe:
             result = await game.regenerate(story.id, facts=facts)
         elif isinstance(command, RollDice):
@@ -192,6 +192,8 @@ class ChatPlay:
         else:
             assert isinstance(command, Say)
             result = await game.play(story.id, command.text, facts=facts)
+        if isinstance(result, RoundPaused):  # chat stories are started rolling by the engine (dice at the table: /api)
+            raise Conflict("this story waits for dice rolled at the table, which a chat front end cannot send")
         dice = game.store.story(story.id).settings.get("dice", "shown")
         return answer_text(
             result.narration, result.rolls, dice, marker_text(story.id, token, result.number), notice=notice

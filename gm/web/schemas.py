@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gm.commands import MAX_LINE
-from gm.public import RoundPublic, StoryPublic
+from gm.public import QuestionPublic, RoundPublic, StoryPublic
 
 
 class ErrorOut(BaseModel):
@@ -28,8 +28,8 @@ ERRORS: dict[int, str] = {
     "header this server does not answer to.",
     401: "The request needs a token (Authorization: Bearer ...), or the server's API token is wrong.",
     404: "No such story for this token (an unknown story and a wrong token look the same), or no such world.",
-    409: "Another round of this story is being played right now, there is no round to play again yet, or "
-    "(for a reveal) the story has no fair dice.",
+    409: "Another round of this story is being played right now, there is no round to play again yet, a round "
+    "waits for the player's dice (or none does, for faces and abandon), or (for a reveal) the story has no fair dice.",
     413: "The request body is over 64 KB (with or without a Content-Length).",
     422: "The request body is not UTF-8, not JSON, or not the shape documented for it.",
     502: "The game master could not finish the round, or the model could not be reached; the story is "
@@ -73,8 +73,9 @@ def tidy_openapi(spec: dict[str, Any]) -> dict[str, Any]:
 EVENT_STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events: `working` (a model call starts), `roll` (each roll, in the transcript's "
-        "shape), `refusal` (drop what was shown of a refused ending), `narration`, then `done` (with the round, "
-        'as the JSON endpoint answers it) or `failed` (`{"error": "<one sentence>"}`).',
+        "shape), `refusal` (drop what was shown of a refused ending), `narration`, `asking` (the round paused "
+        "for the player's dice: the question), then `done` (with the round, as the JSON endpoint answers it) "
+        'or `failed` (`{"error": "<one sentence>"}`).',
         # Before OpenAPI 3.2 (FastAPI writes 3.1) an event stream's `schema` describes each event.
         "content": {
             "text/event-stream": {
@@ -82,7 +83,7 @@ EVENT_STREAM: dict[int | str, dict[str, Any]] = {
                     "type": "object",
                     "required": ["event", "data"],
                     "properties": {
-                        "event": {"enum": ["working", "roll", "refusal", "narration", "done", "failed"]},
+                        "event": {"enum": ["working", "roll", "refusal", "narration", "asking", "done", "failed"]},
                         "data": {"type": "string", "contentMediaType": "application/json"},
                     },
                 }
@@ -106,6 +107,11 @@ class StoryIn(BaseModel):
     player_seed: str | None = Field(
         default=None, max_length=200, description="with fair: the player's own seed, mixed into the dice"
     )
+    dice_from: Literal["engine", "player"] = Field(
+        default="engine",
+        description="'player': every check pauses its round and asks the player to roll at the table and "
+        "type the faces (POST .../faces); not with fair",
+    )
 
 
 class MessageIn(BaseModel):
@@ -114,6 +120,18 @@ class MessageIn(BaseModel):
     text: str = Field(
         min_length=1, max_length=MAX_LINE, pattern=r"\S", description="at least one character that is not a space"
     )
+
+
+class FacesIn(BaseModel):
+    """The faces the player rolled at the table for the check the round waits on, such as "14" or "3 5 6 1"."""
+
+    faces: str = Field(min_length=1, max_length=1000, description="whole numbers, in order, separated by spaces")
+
+
+class AbandonedOut(BaseModel):
+    """The round that waited for dice and was dropped; its rolls stay in the story."""
+
+    round: int
 
 
 class SettingsIn(BaseModel):
@@ -147,6 +165,8 @@ class RoundOut(RoundPublic):
 
 
 class PlayedOut(BaseModel):
-    """The answer to a message or a regenerate: the round played."""
+    """The answer to a message, a regenerate or the faces: the round played, or, in a story whose checks the
+    player rolls at the table, `round` null and `asking` the question the round paused at."""
 
-    round: RoundOut
+    round: RoundOut | None
+    asking: QuestionPublic | None = None

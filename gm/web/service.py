@@ -66,11 +66,14 @@ class Service:
         *,
         fair: bool = False,
         player_seed: str | None = None,
+        dice_from: str = "engine",
     ) -> tuple[str, str]:
         """Start a story; returns its id and its secret token (shown once, stored only as a hash)."""
         world = self.world(world_name)
         token = secrets.token_urlsafe(32)
         settings = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
+        if dice_from != "engine":
+            settings["dice_from"] = dice_from
         story_id = self.game.begin(
             world, settings=settings, token_hash=hash_token(token), fair=fair, player_seed=player_seed
         )

@@ -17,6 +17,10 @@ const input = document.getElementById("text");
 const sendButton = document.getElementById("send");
 const regenerateButton = document.getElementById("regenerate");
 const diceSetting = document.getElementById("dice-setting");
+const facesForm = document.getElementById("faces-form");
+const facesInput = document.getElementById("faces");
+const questionLine = document.getElementById("question");
+const abandonButton = document.getElementById("abandon");
 
 const THINKING = "The game master is thinking…";
 const RESULT_WORDS = { succeeded: "success", partial: "partial success", failed: "failure" };
@@ -26,6 +30,8 @@ let dice = "shown"; // the story's Dice setting: "shown" or "hidden"
 let rounds = []; // the transcript's rounds, as GET /api/stories/{id} gives them
 let live = null; // the round being played: {round, replaces, base}
 let busy = false;
+let asking = null; // the question of a round paused for the player's dice (dice rolled at the table), or null
+let paused = null; // that round as drawn so far in this page (its player text and rolls), or null
 const openCards = new Set(); // ids of the rolls whose card the player opened
 
 // ---- dice cards: the same words as gm.transcript's card() and opened() ----
@@ -52,7 +58,8 @@ export function cardText(roll) {
 
 /** The card opened: what opened() shows in brackets (the itemised dice, modifier, target, value, result). */
 export function diceLine(roll) {
-  const earlier = roll.from_earlier_attempt ? ", rolled in an earlier attempt" : "";
+  const earlier =
+    (roll.from_earlier_attempt ? ", rolled in an earlier attempt" : "") + (roll.typed ? ", typed at the table" : "");
   if (roll.kind !== "check") return `${roll.dice}${earlier}`;
   let reading = roll.edge ? `with ${roll.edge}: ${roll.dice}` : String(roll.dice);
   if (roll.opponent) reading += `, ${signed(roll.modifier)} against ${roll.opponent} ${signed(roll.opponent_modifier || 0)}`;
@@ -155,8 +162,19 @@ function markDice() {
 
 function setBusy(now) {
   busy = now;
-  sendButton.disabled = now;
-  regenerateButton.disabled = now || rounds.length === 0;
+  sendButton.disabled = now || asking !== null;
+  input.disabled = asking !== null;
+  regenerateButton.disabled = now || rounds.length === 0 || asking !== null;
+  for (const control of [facesInput, abandonButton, document.getElementById("send-faces")]) control.disabled = now;
+}
+
+/** Show the question of a round paused for the player's dice (or hide the form, with null). */
+function ask(question) {
+  asking = question;
+  facesForm.hidden = question === null;
+  questionLine.textContent = question ? String(question.text) : "";
+  setBusy(busy);
+  if (question) facesInput.focus();
 }
 
 /** The story's date and time now, in a world with a calendar (null in one without). */
@@ -225,18 +243,23 @@ function parseEvent(block) {
 
 /** Play a round (or play the last one again) through a streaming endpoint; true if it was accepted. */
 async function play(path, body, round, replaces) {
+  const options = { method: "POST" };
+  if (body) {
+    options.headers = { "Content-Type": "application/json" };
+    options.body = JSON.stringify(body);
+  }
+  return playAnswered(api(path, options), round, replaces);
+}
+
+/** Follow a streamed round from its answer (a response, or a promise of one); true if it ended or paused. */
+async function playAnswered(response, round, replaces = false) {
   const failedBefore = replaces ? "The round was not told again" : "The round did not happen";
   setBusy(true);
   say(errorLine, "");
   say(status, THINKING);
   live = { round, replaces, base: round.narration };
   drawLast(true);
-  const options = { method: "POST" };
-  if (body) {
-    options.headers = { "Content-Type": "application/json" };
-    options.body = JSON.stringify(body);
-  }
-  const answer = await api(path, options);
+  const answer = await response;
   let failure = null;
   let ended = false;
   if (!answer.ok) {
@@ -256,8 +279,16 @@ async function play(path, body, round, replaces) {
         } else if (kind === "narration") {
           round.narration = String(data.text ?? "");
           drawLast(true);
+        } else if (kind === "asking") {
+          say(status, "");
+        } else if (kind === "done" && data.round === null) {
+          ended = true; // the round waits for the player's dice: it stays drawn, and the question is asked
+          paused = round;
+          ask(data.asking);
         } else if (kind === "done") {
           ended = true;
+          paused = null;
+          ask(null);
           const accepted = data.round;
           rounds = replaces ? [...rounds.slice(0, -1), accepted] : [...rounds, accepted];
           if (accepted.time) showTime(accepted.time); // the newest round ended when the story now stands
@@ -278,6 +309,7 @@ async function play(path, body, round, replaces) {
     live = null;
     draw();
   }
+  if (ended && asking !== null) drawLast(true);
   say(status, "");
   say(errorLine, failure);
   setBusy(false);
@@ -297,6 +329,40 @@ async function regenerate() {
   if (busy || !rounds.length) return;
   const last = rounds[rounds.length - 1];
   await play(`${base}/regenerate/stream`, null, { ...last, rolls: [...last.rolls] }, true);
+}
+
+async function sendFaces() {
+  const faces = facesInput.value.trim();
+  if (!faces || busy || !asking) return;
+  // The paused round goes on: drawn from what this page saw of it, or from nothing after a reload.
+  const round = paused || { player_text: "", narration: "", rolls: [] };
+  const wrong = await api(`${base}/faces/stream`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ faces }),
+  });
+  if (wrong.status === 400) {
+    say(errorLine, `Those faces do not answer: ${await sentence(wrong)}`); // the question stands
+    facesInput.focus();
+    return;
+  }
+  facesInput.value = "";
+  await playAnswered(wrong, round);
+}
+
+async function abandon() {
+  if (busy || !asking) return;
+  const answer = await api(`${base}/abandon`, { method: "POST" });
+  if (!answer.ok) {
+    say(errorLine, `The round was not abandoned: ${await sentence(answer)}`);
+    return;
+  }
+  say(errorLine, "");
+  paused = null;
+  live = null;
+  ask(null);
+  draw();
+  input.focus();
 }
 
 async function changeDice(wanted) {
@@ -352,6 +418,7 @@ async function load() {
   showFairness(data.story, data.integrity);
   showTime(data.story.time);
   markDice();
+  ask(data.story.asking || null);
   diceSetting.disabled = false;
   input.disabled = false;
   setBusy(false);
@@ -372,6 +439,11 @@ input.addEventListener("keydown", (event) => {
   }
 });
 regenerateButton.addEventListener("click", regenerate);
+facesForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  sendFaces();
+});
+abandonButton.addEventListener("click", abandon);
 diceSetting.addEventListener("change", (event) => changeDice(event.target.value));
 
 load();

@@ -12,6 +12,7 @@ async function start(form) {
   const button = form.querySelector("button[type=submit]");
   const dice = form.querySelector("input[name=dice]:checked")?.value || "shown";
   const fair = form.querySelector("input[name=fair]")?.checked || false;
+  const diceFrom = form.querySelector("input[name=dice-from]")?.checked ? "player" : "engine";
   const playerSeed = fair ? form.querySelector("input[name=player-seed]")?.value || "" : "";
   const headers = { "Content-Type": "application/json" };
   if (tokenField) {
@@ -28,7 +29,13 @@ async function start(form) {
   const answer = await request("/api/stories", {
     method: "POST",
     headers,
-    body: JSON.stringify({ world: form.dataset.world, dice, fair, ...(playerSeed.trim() ? { player_seed: playerSeed } : {}) }),
+    body: JSON.stringify({
+      world: form.dataset.world,
+      dice,
+      fair,
+      dice_from: diceFrom,
+      ...(playerSeed.trim() ? { player_seed: playerSeed } : {}),
+    }),
   });
   if (answer.status !== 201) {
     button.disabled = false;

@@ -1,0 +1,104 @@
+"""Rounds paused for the player's dice, in the database: kept, taken up again, or dropped (see gm.table).
+
+A paused round is one `PausedRound` row per story. It is written under the story's lease (fenced as
+an accepted round is), which is then let go: the player may take minutes to roll. While the row is
+there, no other round of the story starts (`waiting_sentence`). Taking it up again deletes the row and
+sets its attempt running, in one transaction under the lease of the process that goes on with it,
+which need not be the one that paused it. Abandoning it marks its attempt failed; its rolls stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import update
+from sqlmodel import col
+
+from gm.errors import Conflict, LeaseLost
+from gm.public import QuestionPublic
+from gm.records import Attempt, ModelCall, PausedRound, Story
+from gm.store import LEASE_LOST, Store
+
+NOTHING_WAITING = "no round of this story is waiting for dice"
+ABANDONED_BY_PLAYER = "abandoned by the player while it waited for the dice"
+ANSWERED_MEANWHILE = "the round waiting for dice was answered or abandoned meanwhile; nothing was changed"
+
+
+def waiting_sentence(question: QuestionPublic) -> str:
+    """Why no other round can start while one waits, and what the player can do."""
+    return (
+        f"round {question.round} is waiting for the dice ({question.text}); "
+        "answer with the faces, or abandon that round first"
+    )
+
+
+def paused_round(store: Store, story_id: str) -> PausedRound | None:
+    """The story's round waiting for dice, if any."""
+    with store.session() as session:
+        return session.get(PausedRound, story_id)
+
+
+def question_of(store: Store, story_id: str) -> QuestionPublic | None:
+    """The question the story's paused round asks, if one waits."""
+    paused = paused_round(store, story_id)
+    return None if paused is None else QuestionPublic.model_validate(paused.question)
+
+
+def refuse_if_waiting(store: Store, story_id: str) -> None:
+    """`Conflict` if a round of the story waits for dice: no other round may start until it is done."""
+    question = question_of(store, story_id)
+    if question is not None:
+        raise Conflict(waiting_sentence(question))
+
+
+def keep_paused(store: Store, paused: PausedRound, calls: Sequence[ModelCall], holder: str) -> None:
+    """Write the paused round, its attempt marked paused, with the model calls so far, if `holder` holds the lease."""
+    with store.session() as session:
+        fence = (
+            update(Story)
+            .where(col(Story.id) == paused.story_id)
+            .where(col(Story.lease_holder) == holder)
+            .values(lease_holder=holder)
+        )
+        if session.execute(fence).rowcount != 1:  # type: ignore[attr-defined]
+            raise LeaseLost(LEASE_LOST)
+        attempt = session.get(Attempt, paused.attempt_id)
+        if attempt is None:
+            raise Conflict(ANSWERED_MEANWHILE)
+        attempt.status = "paused"
+        session.add_all([paused, attempt, *calls])
+        session.commit()
+
+
+def take_paused(store: Store, story_id: str, attempt_id: str) -> PausedRound:
+    """Take the paused round up again (under the lease): its row deleted and its attempt running, at once.
+
+    `attempt_id` is the attempt the faces were checked against; if another process answered or
+    abandoned it meanwhile, `Conflict` and nothing changes.
+    """
+    with store.session() as session:
+        paused = session.get(PausedRound, story_id)
+        attempt = session.get(Attempt, attempt_id)
+        if paused is None or attempt is None or paused.attempt_id != attempt_id:
+            raise Conflict(ANSWERED_MEANWHILE)
+        attempt.status = "running"
+        session.add(attempt)
+        session.delete(paused)
+        session.commit()
+        return paused
+
+
+def drop_paused(store: Store, story_id: str) -> int:
+    """Abandon the story's paused round (under the lease): its attempt failed, its rolls kept; the round's number."""
+    with store.session() as session:
+        paused = session.get(PausedRound, story_id)
+        if paused is None:
+            raise Conflict(NOTHING_WAITING)
+        attempt = session.get(Attempt, paused.attempt_id)
+        if attempt is not None:
+            attempt.status, attempt.error = "failed", ABANDONED_BY_PLAYER
+            session.add(attempt)
+        number = paused.round_number
+        session.delete(paused)
+        session.commit()
+        return number

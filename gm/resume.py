@@ -1,0 +1,142 @@
+"""Going on with a round paused for the player's dice, in this process or any other (see gm.table, gm.paused).
+
+The faces are checked against the question first: a wrong answer is one sentence and changes nothing.
+Then the story's lease is taken, the paused round taken up (its row deleted, its attempt running), and
+the attempt rebuilt from the database as it was: the game master's messages so far, the rolls it holds,
+the refusals and model calls it has spent. The check it paused at runs again with the typed faces as
+its dice, so everything after (the band, the referee, the judge, the chain) is as if the engine had
+rolled them; the roll is marked `typed`. The rest of that answer's tool calls follow, then the tool
+loop as usual, which may pause again at the next check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from typing import Any
+
+from gm import dice
+from gm.errors import Conflict, StoryBusy
+from gm.judge import Judge
+from gm.lease import held_lease
+from gm.model import ChatModel, ToolCall
+from gm.paused import NOTHING_WAITING, drop_paused, paused_round, take_paused
+from gm.public import QuestionPublic
+from gm.retries import EarlierRolls
+from gm.round import (
+    RoundEvents,
+    RoundPaused,
+    RoundResult,
+    RoundSettings,
+    _Attempt,
+    bind_secrets,
+    roll_writer,
+    run_attempt,
+)
+from gm.seeds import dice_for
+from gm.store import Store
+from gm.table import read_faces
+from gm.tools import RoundTools
+from gm.worlddef import World
+
+ABANDON_LEASE_SECONDS = 30.0
+
+
+async def continue_round(
+    store: Store,
+    story_id: str,
+    world: World,
+    model: ChatModel,
+    faces_text: str,
+    *,
+    settings: RoundSettings | None = None,
+    source: dice.DiceSource | None = None,
+    events: RoundEvents | None = None,
+    judge: Judge | None = None,
+) -> RoundResult | RoundPaused:
+    """Answer the story's paused round with the faces the player typed, and play the round on from there."""
+    paused = await store.off_loop(paused_round, store, story_id)
+    if paused is None:
+        raise Conflict(NOTHING_WAITING)
+    faces = read_faces(faces_text, QuestionPublic.model_validate(paused.question))  # WrongFaces: the question stands
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+    listener = events or (lambda kind, data: None)
+
+    def tell(kind: str, data: dict[str, Any]) -> None:
+        if threading.get_ident() == loop_thread:
+            listener(kind, data)
+        else:
+            loop.call_soon_threadsafe(listener, kind, data)
+
+    settings = settings or RoundSettings()
+    holder = uuid.uuid4().hex
+    async with held_lease(store, story_id, holder, settings):
+        state, pending = await store.off_loop(_taken_up, store, story_id, world, paused.attempt_id, faces, source, tell)
+        return await run_attempt(store, story_id, world, model, state, settings, judge, holder, pending)
+
+
+def _taken_up(
+    store: Store,
+    story_id: str,
+    world: World,
+    attempt_id: str,
+    faces: list[int],
+    source: dice.DiceSource | None,
+    tell: RoundEvents,
+) -> tuple[_Attempt, list[ToolCall]]:
+    """The paused attempt rebuilt from the database (under the lease), its check's faces ready to roll."""
+    paused = take_paused(store, story_id, attempt_id)
+    story = store.story(story_id)
+    rolls = store.rolls_by_id(paused.rolls)
+    held = {roll.id for roll in rolls}
+    others = [roll for roll in store.rolls_of_round(story_id, paused.round_number) if roll.attempt_id != attempt_id]
+    retried = EarlierRolls(others, _taken=set(held))
+    rolling = dice_for(store, story, source)  # plain dice (roll_dice) are still the engine's
+    tools = RoundTools(
+        world,
+        story_id,
+        attempt_id,
+        paused.round_number,
+        roll_writer(store, world, rolling, tell),
+        rolling,
+        store.rolls_by_id(paused.earlier),
+        rolls=rolls,
+        retried=retried,
+        clock=paused.clock,
+        dice_from="player",
+        typed_faces=faces,
+    )
+    tools.told = set(paused.told)  # what the game master had read before the answer it paused in
+    bind_secrets(store, tools)
+    state = _Attempt(
+        list(paused.messages),
+        attempt_id,
+        paused.round_number,
+        paused.player_text,
+        tools,
+        tell,
+        refusals=list(paused.refusals),
+        judged=paused.judged,
+        calls_before=paused.model_calls,
+        regenerating=paused.regenerating,
+    )
+    pending = [ToolCall(call["id"], call["name"], call["arguments"]) for call in paused.pending]
+    return state, pending
+
+
+def abandon_round(store: Store, story_id: str) -> int:
+    """Drop the story's round waiting for dice (its rolls stay in the story's chain); the round's number.
+
+    Taken under the lease, as a reveal is, so it never lands while that round is being taken up again.
+    A later attempt at the same round gets those rolls back (gm.retries): abandoning never re-rolls.
+    """
+    store.story(story_id)
+    holder = uuid.uuid4().hex
+    if not store.take_lease(story_id, holder, ABANDON_LEASE_SECONDS):
+        raise StoryBusy("a round of this story is being played right now; abandon it when that round is done")
+    try:
+        return drop_paused(store, story_id)
+    finally:
+        store.release_lease(story_id, holder)
