@@ -323,9 +323,17 @@ def _check_rounds(transcript: TranscriptPublic, report: AuditReport) -> None:
             used_by[copy.id] = round_.number
         _check_outcomes(round_, chained, where, report)
     if len(transcript.rounds) != transcript.story.rounds:
-        report.mismatches.append(
-            Mismatch("story", f"it says {transcript.story.rounds} rounds, but there are {len(transcript.rounds)}")
-        )
+        said = counted(transcript.story.rounds, "round")
+        report.mismatches.append(Mismatch("story", f"it says {said}, but there are {len(transcript.rounds)}"))
+
+
+def counted(number: int, noun: str) -> str:
+    """A number with its noun, singular for one: "1 round", "3 rounds".
+
+    >>> counted(1, "round"), counted(0, "round"), counted(3, "round")
+    ('1 round', '0 rounds', '3 rounds')
+    """
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _check_outcomes(round_: RoundPublic, chained: dict[int, RollPublic], where: str, report: AuditReport) -> None:

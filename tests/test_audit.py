@@ -343,3 +343,12 @@ def test_the_audit_never_breaks_on_a_changed_transcript(exported: dict[str, Any]
     report = audit(parsed)
     if changed != exported:
         assert report.ok in (True, False)  # an edit in a field the audit does not read may still check out
+
+
+def test_a_story_whose_count_of_rounds_was_changed_does_not_check_out(store: Store, harbor: Path) -> None:
+    story = play_story(store, harbor, fair=False)
+    data = transcript(store, story).model_dump(mode="json")
+    assert data["story"]["rounds"] == len(data["rounds"]) == 3 and audit(TranscriptPublic.model_validate(data)).ok
+    data["story"]["rounds"] = 1
+    report = audit(TranscriptPublic.model_validate(data))
+    assert [str(m) for m in report.mismatches] == ["story: it says 1 round, but there are 3"]
