@@ -35,6 +35,7 @@ from gm.chain import genesis, roll_hash
 from gm.problems import ProblemsError
 from gm.public import RollPublic, RoundPublic, TranscriptPublic
 from gm.rules import Rules, parse_rules
+from gm.text import counted
 
 # The fields a round's copy of a roll must share with the roll in the chain (the chain's own
 # fields, seq and prev_hash, are not in copies made before the chain existed).
@@ -100,14 +101,14 @@ class AuditReport:
             count = len(self.mismatches)
             return f"story {self.story} does NOT check out: {count} mismatch{'es' if count != 1 else ''}"
         said = (
-            f"story {self.story} checks out: {_count(self.rolls, 'roll')} in an unbroken chain, "
-            f"{self.recomputed} recomputed from dice.json, {_count(self.outcomes, 'outcome')} "
+            f"story {self.story} checks out: {counted(self.rolls, 'roll')} in an unbroken chain, "
+            f"{self.recomputed} recomputed from dice.json, {counted(self.outcomes, 'outcome')} "
             f"{'agrees' if self.outcomes == 1 else 'agree'} with {'its roll' if self.outcomes == 1 else 'their rolls'}"
         )
         if self.sealed:
-            said += f"; {_count(self.sealed, 'secret roll')} sealed until revealed"
+            said += f"; {counted(self.sealed, 'secret roll')} sealed until revealed"
         if self.fair:
-            said += f"; {_count(self.derived, 'fair roll')} derived again from revealed seeds"
+            said += f"; {counted(self.derived, 'fair roll')} derived again from revealed seeds"
             if self.unrevealed:
                 said += (
                     f", {self.unrevealed} more {'waits' if self.unrevealed == 1 else 'wait'} for a reveal (gm reveal)"
@@ -130,10 +131,6 @@ class AuditReport:
             "first_mismatch": {"where": first.where, "message": first.message} if first else None,
             "mismatches": [{"where": m.where, "message": m.message} for m in self.mismatches],
         }
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def audit(transcript: TranscriptPublic) -> AuditReport:
@@ -325,15 +322,6 @@ def _check_rounds(transcript: TranscriptPublic, report: AuditReport) -> None:
     if len(transcript.rounds) != transcript.story.rounds:
         said = counted(transcript.story.rounds, "round")
         report.mismatches.append(Mismatch("story", f"it says {said}, but there are {len(transcript.rounds)}"))
-
-
-def counted(number: int, noun: str) -> str:
-    """A number with its noun, singular for one: "1 round", "3 rounds".
-
-    >>> counted(1, "round"), counted(0, "round"), counted(3, "round")
-    ('1 round', '0 rounds', '3 rounds')
-    """
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _check_outcomes(round_: RoundPublic, chained: dict[int, RollPublic], where: str, report: AuditReport) -> None:

@@ -28,7 +28,7 @@ from gm.paused import question_of
 from gm.public import QuestionPublic, RollPublic, StoryPublic
 from gm.round import RoundPaused, RoundResult
 from gm.secret import secret_checks
-from gm.text import visible
+from gm.text import counted, visible
 from gm.transcript import card, opened, opened_lines, transcript
 
 
@@ -52,7 +52,7 @@ class Chat:
     async def run(self) -> None:
         """Play until /quit or the end of input, then let the memory keeper finish."""
         story = self.game.store.story(self.story_id)
-        played = f"{story.rounds} round{'' if story.rounds == 1 else 's'}"
+        played = counted(story.rounds, "round")
         self.say(f"{story.title}: story {story.id}, {played} so far. Type /help for the commands.")
         public = StoryPublic.from_record(story)
         for notice in public.notices:

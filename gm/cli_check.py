@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gm.problems import Problem, ProblemsError
-from gm.text import visible
+from gm.text import counted, visible
 from gm.world import check_world, world_files
 from gm.worlddef import DICE_FILE, WORLD_FILE
 
@@ -72,12 +72,12 @@ def run_check(arguments: argparse.Namespace) -> int:
         problems = report["problems"]
         errors = _errors(problems)
         verdict = "has problems" if errors else "is fine"
-        counts = f"{_count(len(errors), 'error')}, {_count(len(problems) - len(errors), 'warning')}"
+        counts = f"{counted(len(errors), 'error')}, {counted(len(problems) - len(errors), 'warning')}"
         print(visible(f"{report['path']}: {verdict}: checked {report['checked']}; {counts}"))
         for problem in problems:
             print(visible(f"  {problem}"))  # a problem may quote the file
     if len(reports) > 1:
-        print(f"{_count(len(reports), 'world')} checked: {len(failed)} with errors")
+        print(f"{counted(len(reports), 'world')} checked: {len(failed)} with errors")
     return 1 if failed else 0
 
 
@@ -99,10 +99,6 @@ def _as_json(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _errors(problems: list[Problem]) -> list[Problem]:
     return [problem for problem in problems if problem.severity == "error"]
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _problem_json(problem: Problem) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from gm.model import ChatModel, ModelClient, ModelSettings
 from gm.public import as_utc
 from gm.rehearsal import RehearsalModel
 from gm.store import Store, Story, StoryNotFound
-from gm.text import visible, visible_json
+from gm.text import counted, visible, visible_json
 from gm.transcript import render_transcript, story_public, transcript
 from gm.world import load_world
 from gm.worlddef import World, world_from_data
@@ -170,7 +170,7 @@ def run_stories(arguments: argparse.Namespace) -> int:
     if not stories:
         print("No stories yet; start one with gm play WORLD.")
     for story in stories:
-        rounds = f"{story.rounds} round{'' if story.rounds == 1 else 's'}"
+        rounds = counted(story.rounds, "round")
         print(visible(f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {story.title}"))
     return 0
 

@@ -41,6 +41,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from gm import transport
 from gm.completion import Completion, ToolCall, Usage, estimate_tokens, message_text, read_completion
 from gm.errors import OperatorError
+from gm.text import counted
 from gm.textcalls import prompted_request, refuses_tools
 from gm.transport import is_retryable, retry_after_seconds
 
@@ -307,7 +308,7 @@ class ModelClient:
         return min(backoff, self.settings.retry_after_cap)
 
     def _unavailable(self, attempts: int, reason: str) -> ModelUnavailable:
-        spent = f"{attempts} attempt" + ("" if attempts == 1 else "s")
+        spent = counted(attempts, "attempt")
         if attempts < self.settings.max_attempts:
             spent += f" in the {self.settings.max_total_seconds:g} s allowed"
         message = f"The model server at {self._where} is unavailable after {spent}; the last failed with {reason}."

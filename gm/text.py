@@ -82,3 +82,12 @@ def visible_json(text: str) -> str:
     "a\\u009bb"
     """
     return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+def counted(number: int, noun: str) -> str:
+    """A number with its noun, singular for one: "1 round", "3 rounds".
+
+    >>> counted(1, "round"), counted(0, "round"), counted(3, "attempt")
+    ('1 round', '0 rounds', '3 attempts')
+    """
+    return f"{number} {noun}{'' if number == 1 else 's'}"
