@@ -79,7 +79,9 @@ class StoryNotFound(NotFound, LookupError):
     """No story has that id."""
 
     def __init__(self, story_id: str) -> None:
-        super().__init__(f"there is no story '{story_id}'")
+        # An id no story can have (a NUL, or half a surrogate pair from bytes that were not UTF-8) is shown escaped.
+        shown = story_id.encode("unicode_escape").decode("ascii") if unstorable(story_id) else story_id
+        super().__init__(f"there is no story '{shown}'")
 
 
 class AmbiguousStory(UsageError):
@@ -169,7 +171,7 @@ class Store:
 
     def story(self, story_id: str) -> Story:
         if unstorable(story_id):  # no story has such an id, and PostgreSQL could not even look for it
-            raise StoryNotFound(story_id.encode("ascii", "backslashreplace").decode())
+            raise StoryNotFound(story_id)
         with self.session() as session:
             found = session.get(Story, story_id)
             if found is None:
@@ -181,6 +183,8 @@ class Store:
         characters (ids are lower-case hex; case is ignored). Raises `StoryNotFound`, or `AmbiguousStory`
         naming two of the stories a prefix fits."""
         wanted = typed.strip().lower()
+        if unstorable(wanted):  # as in `story`: no story has such an id, and no database could look for it
+            raise StoryNotFound(typed)
         with self.session() as session:
             if session.get(Story, wanted) is not None:
                 return wanted

@@ -53,6 +53,17 @@ def test_an_ambiguous_or_short_start_is_refused(stories: Store) -> None:
             stories.find_story_id(typed)
 
 
+def test_an_id_no_story_can_have_is_not_found_and_shown_escaped(stories: Store, database_url: str) -> None:
+    """A NUL, or half a surrogate pair (bytes that were not UTF-8 on the command line), is one sentence."""
+    for typed in ("123456\x00", "\udcff\udcfe", "\x00" * 7):
+        with pytest.raises(StoryNotFound) as refused:
+            stories.find_story_id(typed)
+        assert "\\x00" in str(refused.value) or "\\udcff" in str(refused.value)
+    shown = gm("show", "\udcff\udcfe1234", env={"GM_DATABASE_URL": database_url})
+    assert shown.returncode == 2, shown.stderr
+    assert shown.stderr.startswith("error: there is no story '\\udcff\\udcfe1234'"), shown.stderr
+
+
 def test_commands_take_a_shortened_id(stories: Store, database_url: str) -> None:
     env = {"GM_DATABASE_URL": database_url}
     shown = gm("show", "123456", "--json", env=env)
