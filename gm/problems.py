@@ -140,8 +140,10 @@ def describe(error: ValidationError) -> str:
             return f"the name {_shown(found)} is {len(found)} characters long, at most {expected} are allowed"
         return f"the name {_shown(found)}: {error.message}"
     if kind == "required":
+        # jsonschema raises one error per missing member and names it only in its message: name each one once.
         missing = [name for name in expected if isinstance(found, dict) and name not in found]
-        return f"'{missing[0] if missing else expected}' is missing"
+        this_one = [name for name in missing if error.message.startswith(f"{name!r} is a required property")]
+        return f"'{(this_one or missing or [expected])[0]}' is missing"
     if kind == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(found) - set(allowed)) if isinstance(found, dict) else []

@@ -394,3 +394,9 @@ def test_world_is_frozen() -> None:
     world: World = world_from_data(copy.deepcopy(world_json()))
     with pytest.raises(AttributeError):
         world.title = "other"  # type: ignore[misc]
+
+
+def test_each_missing_member_is_named_once() -> None:
+    world = {k: v for k, v in world_json().items() if k not in ("title", "premise")}
+    messages = sorted(problem.message for problem in errors_of(world))
+    assert messages == ["'premise' is missing", "'title' is missing"]
