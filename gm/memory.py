@@ -44,11 +44,7 @@ def summary_text(content: str | None) -> str:
 
 def recall(store: Store, story: Story, before: int) -> Past:
     """The running summary, unfolded summaries, and the last rounds verbatim, for a round numbered `before`."""
-    recent = [record for record in store.rounds(story.id, last=VERBATIM_ROUNDS) if record.number < before]
-    first_verbatim = recent[0].number if recent else before
-    memories = [
-        entry for entry in store.memories(story.id, after=story.summary_through) if entry.round_number < first_verbatim
-    ]
+    recent, memories = store.past(story.id, story.summary_through, before, VERBATIM_ROUNDS)  # one transaction
     return Past(story.summary, memories, recent)
 
 

@@ -121,6 +121,7 @@ def _taken_up(
         judged=paused.judged,
         calls_before=paused.model_calls,
         regenerating=paused.regenerating,
+        unfinished=store.unfinished_attempts(story_id, paused.round_number) - {attempt_id},
     )
     pending = [ToolCall(call["id"], call["name"], call["arguments"]) for call in paused.pending]
     return state, pending

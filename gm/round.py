@@ -27,16 +27,24 @@ from gm.errors import Conflict, ModelRetry, RoundFailed
 from gm.failing import end_failed
 from gm.judge import Judge
 from gm.lease import held_lease
-from gm.memory import recall
 from gm.model import ChatModel, ToolCall
-from gm.paused import keep_paused, refuse_if_waiting
-from gm.prompt import JudgedOutcome, JudgeRequest, PlayerTurn, engine_message, game_master_messages
+from gm.paused import keep_paused, waiting_sentence
+from gm.prompt import (
+    VERBATIM_ROUNDS,
+    JudgedOutcome,
+    JudgeRequest,
+    Past,
+    PlayerTurn,
+    engine_message,
+    game_master_messages,
+)
 from gm.public import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic, RoundPublic
 from gm.referee import Result, Telling, judge_refusals, referee
 from gm.retries import EarlierRolls
 from gm.secret import is_secret, refuse_if_ended, reveal, sealed_ids
-from gm.seeds import dice_for, stamped
-from gm.store import ModelCall, PausedRound, RollRecord, RoundRecord, Store, Story, model_call_from
+from gm.seeds import fair_dice, stamped
+from gm.store import ModelCall, Opened, PausedRound, RollRecord, RoundRecord, Store, StoryState, model_call_from
+from gm.store_rounds import NOTHING_TO_REGENERATE as NOTHING_TO_REGENERATE  # where the web API finds it
 from gm.table import FacesNeeded
 from gm.tools import Narration, RoundTools, round_roll, tool_schemas
 from gm.worlddef import World
@@ -50,7 +58,6 @@ def _ignore(kind: str, data: dict[str, Any]) -> None:
     """The listener when nobody listens."""
 
 
-NOTHING_TO_REGENERATE = "there is no round to play again yet"
 PLAIN_TEXT_REFUSAL = (
     "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
     "naming each roll; plain text cannot end this round."
@@ -108,6 +115,7 @@ class _Attempt:
     judgement: dict[str, Any] | None = None  # the judge's verdicts on the accepted narration, if judged
     calls_before: int = 0  # model calls made before the round paused for dice (they count toward the bound)
     regenerating: bool = False
+    unfinished: set[str] = field(default_factory=set)  # earlier attempts at this round that were not accepted
 
 
 class _Paused(Exception):
@@ -225,38 +233,46 @@ class _Opening:
 
 
 def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: RoundEvents) -> _Attempt:
-    """Open the attempt (in a worker thread, under the lease): its number, earlier rolls, player roll, prompt."""
-    story = store.story(story_id)  # read under the lease: the rounds played and the summary are current
-    refuse_if_ended(story)
-    refuse_if_waiting(store, story_id)  # a round paused for dice must be answered or abandoned first
-    player_text = opening.player_text
-    earlier: list[RollRecord] = []
-    if opening.regenerate:
-        last = store.round(story.id, story.rounds)
-        if last is None:
-            raise Conflict(NOTHING_TO_REGENERATE)
-        player_text, number = last.player_text, last.number
-        earlier = store.rolls_by_id([roll["id"] for roll in last.rolls])
-    else:
-        number = story.rounds + 1
-    attempt = store.start_attempt(story.id, number, regenerating=opening.regenerate)
-    source = dice_for(store, story, opening.source)  # a fair story's dice come from its seed (gm.seeds)
-    retried = EarlierRolls(store.rolls_of_round(story.id, number))  # a round's rolls outlive its attempts
+    """Open the attempt (under the lease): its number, earlier rolls, player roll, prompt.
+
+    What the round reads of the database, and its attempt, are one transaction (`Store.open_attempt`).
+    """
+    opened = store.open_attempt(story_id, regenerate=opening.regenerate, verbatim=VERBATIM_ROUNDS, admit=_admit)
+    story, number = opened.story, opened.number
+    player_text = opened.player_text if opened.player_text is not None else opening.player_text
+    source = fair_dice(story, opened.seed, opening.source)  # a fair story's dice come from its seed (gm.seeds)
+    retried = EarlierRolls(opened.retried)  # a round's rolls outlive its attempts
 
     write_roll = roll_writer(store, world, source, tell)
-    tools = RoundTools(world, story.id, attempt.id, number, write_roll, source, earlier, retried=retried)
+    tools = RoundTools(world, story.id, opened.attempt.id, number, write_roll, source, opened.earlier, retried=retried)
     tools.dice_from = str(story.settings.get("dice_from", "engine"))
     bind_secrets(store, tools)
-    tools.clock = _clock_at_start(store, story, world, number, opening.regenerate)
+    tools.clock = _clock_at_start(opened, world)
     facts = [*opening.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
     if opening.player_roll is not None:
         facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
     turn = PlayerTurn(player_text, tuple(facts))
-    messages = game_master_messages(world, recall(store, story, number), turn, tools.clock)
+    past = Past(story.summary, opened.memories, opened.recent)
+    messages = game_master_messages(world, past, turn, tools.clock)
     judged = story.settings.get("judge") != "off"
     return _Attempt(
-        messages, attempt.id, number, player_text, tools, tell, judged=judged, regenerating=opening.regenerate
+        messages,
+        opened.attempt.id,
+        number,
+        player_text,
+        tools,
+        tell,
+        judged=judged,
+        regenerating=opening.regenerate,
+        unfinished=opened.unfinished,
     )
+
+
+def _admit(story: StoryState, waiting: dict[str, Any] | None) -> None:
+    """Refuse a round of an ended story, or of one whose round waits for dice (answer or abandon it first)."""
+    refuse_if_ended(story)
+    if waiting is not None:
+        raise Conflict(waiting_sentence(QuestionPublic.model_validate(waiting)))
 
 
 def roll_writer(
@@ -285,23 +301,25 @@ def bind_secrets(store: Store, tools: RoundTools) -> None:
     tools.reveal = lambda roll_id: reveal(store, story_id, roll_id, number)
 
 
-def _clock_at_start(store: Store, story: Story, world: World, number: int, regenerate: bool) -> int | None:
+def _clock_at_start(opened: Opened, world: World) -> int | None:
     """The story's time as the round begins: now, or, for a round played again, when the round before it ended."""
     if world.calendar is None:
         return None
-    if regenerate:
-        before = store.round(story.id, number - 1) if number > 1 else None
-        return before.clock or 0 if before is not None else 0
-    return story.clock or 0
+    if opened.attempt.regenerating:
+        return opened.clock_before or 0
+    return opened.story.clock or 0
 
 
 def _accept(
     store: Store, story_id: str, world: World, state: _Attempt, ending: Narration, regenerate: bool, holder: str
 ) -> RoundResult:
-    """Write the accepted round, its rolls copied in from the database, if `holder` holds the lease still."""
-    ids = [record.id for record in state.tools.rolls if record.id]
-    # The round keeps the stored rolls as they are in the database, field for field.
-    rolls = [record.model_dump(mode="json", exclude={"story_id", "created_at"}) for record in store.rolls_by_id(ids)]
+    """Write the accepted round, its rolls copied in as written, if `holder` holds the lease still (one transaction).
+
+    The round keeps its rolls as they are in the database, field for field: each is the record this
+    attempt wrote (append-only, never changed since) or read back from an earlier attempt.
+    """
+    rolls = [record.model_dump(mode="json", exclude={"story_id", "created_at"}) for record in state.tools.rolls]
+    rolls = [roll for roll in rolls if roll["id"]]
     outcomes = [OutcomePublic(character=o.character, result=o.result, roll=o.roll) for o in ending.outcomes]
     record = RoundRecord(
         story_id=story_id,
@@ -316,8 +334,9 @@ def _accept(
         clock=state.tools.clock,
     )
     store.accept_round(state.attempt_id, record, _bind(state.calls, story_id, state.attempt_id), holder=holder)
-    unfinished = store.unfinished_attempts(story_id, state.number)  # whose rolls came back to this attempt
-    sealed = sealed_ids(store, story_id, world)  # secret rolls not yet revealed: no card for the player
+    unfinished = state.unfinished  # earlier attempts whose rolls came back to this one
+    secret = any(is_secret(roll, world) for roll in state.tools.rolls)
+    sealed = sealed_ids(store, story_id, world) if secret else set()  # secret rolls not yet revealed: no card
     return RoundResult(
         story_id=story_id,
         number=state.number,

@@ -25,7 +25,7 @@ from gm.chain import roll_hash
 from gm.errors import Conflict
 from gm.public import RollPublic
 from gm.records import PausedRound, RevealRecord, RollRecord, Story
-from gm.store import Store, StoryNotFound
+from gm.store import Store, StoryNotFound, StoryState
 from gm.worlddef import World
 
 STORY_ENDED = "this story has ended; its secret rolls are shown, and it plays no more rounds"
@@ -107,7 +107,7 @@ def end_story(store: Store, story_id: str) -> None:
             session.commit()
 
 
-def refuse_if_ended(story: Story) -> None:
+def refuse_if_ended(story: Story | StoryState) -> None:
     """`Conflict` for a story that has ended: it plays no more rounds."""
     if story.ended_at is not None:
         raise Conflict(STORY_ENDED)

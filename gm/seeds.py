@@ -15,7 +15,7 @@ from gm.dice import DiceSource
 from gm.errors import StoryBusy
 from gm.public import SeedPublic
 from gm.records import RollRecord, SeedRecord, Story
-from gm.store import Store
+from gm.store import Store, StoryState
 
 REVEAL_LEASE_SECONDS = 30.0
 
@@ -35,9 +35,13 @@ def dice_for(store: Store, story: Story, otherwise: DiceSource | None) -> DiceSo
 
     Read under the round's lease, so the seed and the next roll number stay as read until it ends.
     """
-    if not story.fair:
+    return fair_dice(story, store.current_seed(story.id) if story.fair else None, otherwise)
+
+
+def fair_dice(story: Story | StoryState, seed: SeedRecord | None, otherwise: DiceSource | None) -> DiceSource | None:
+    """The dice an attempt rolls with, given the story's current seed as read under the lease (see `dice_for`)."""
+    if not story.fair or seed is None:
         return otherwise
-    seed = store.current_seed(story.id)
     return fair.FairDice(fair.key_for(seed.seed, story.player_seed), story.id, story.chain_length + 1, seed.epoch)
 
 

@@ -1,0 +1,203 @@
+"""The store's attempts and rolls, each roll a link of its story's hash chain, and a fair story's seeds.
+
+Rolls are append-only: each is written, in its own transaction, the moment it is rolled, and never
+changed; each is the next link of its story's hash chain (gm.chain). A failed attempt writes no
+round; its rolls stay, and the attempt says it failed (a later attempt at the same round gets them
+back: gm.retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy import insert, update
+from sqlalchemy import select as sql_select
+from sqlalchemy.engine import Connection
+from sqlmodel import col, select
+
+from gm.chain import genesis, roll_hash
+from gm.public import RollPublic
+from gm.records import Attempt, ModelCall, RollRecord, SeedRecord, Story
+from gm.store_tables import ABANDONED, ChainMoved, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
+from gm.text import storable
+
+ROLLS = table_of(RollRecord)
+
+
+class RollTables(Tables):
+    """Attempts, rolls and seeds."""
+
+    def start_attempt(self, story_id: str, round_number: int, regenerating: bool = False) -> Attempt:
+        """Open an attempt at a round (under the story's lease), marking any other still running as abandoned.
+
+        Only the lease holder plays a round, so an attempt of this story still `running` belongs to a
+        process that died (or lost the lease) before it could end it.
+        """
+        attempt = Attempt(story_id=story_id, round_number=round_number, regenerating=regenerating)
+        with self.transaction() as connection:
+            insert_attempt(connection, attempt)
+        return attempt
+
+    def record_roll(self, roll: RollRecord) -> RollRecord:
+        """Write a roll now, in its own transaction, so no later failure can lose or change it.
+
+        The roll becomes the next link of its story's chain: the story's count is claimed first (one
+        UPDATE, so two writers queue instead of forking the chain), then the roll gets that place and
+        the hash of the roll before, and the story the new head. A fair roll comes with the place and
+        seed epoch it was derived for (see gm.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
+        """
+        claim = (
+            update(Story)
+            .where(col(Story.id) == roll.story_id)
+            .values(chain_length=col(Story.chain_length) + 1)
+            .returning(col(Story.chain_length), col(Story.chain_head), col(Story.seed_epoch))
+        )
+        with self.transaction() as connection:
+            claimed = connection.execute(claim).first()
+            if claimed is None:
+                raise StoryNotFound(roll.story_id)
+            place, head, epoch = claimed
+            if roll.seq is not None and (roll.seq != place or roll.seed_epoch != epoch):
+                raise ChainMoved(  # leaving the block rolls the claim back
+                    "this story's dice moved on while the round was played (its lease ran out, and another round "
+                    "or a reveal went ahead); the roll was not written, try again"
+                )
+            roll.seq, roll.prev_hash = place, head or genesis(roll.story_id)
+            written = insert(RollRecord).values(values_of(roll)).returning(col(RollRecord.id))
+            roll.id = connection.execute(written).scalar_one()  # the roll's id is part of what its hash covers
+            link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
+            connection.execute(update(Story).where(col(Story.id) == roll.story_id).values(chain_head=link))
+        return roll
+
+    def unfinished_attempts(self, story_id: str, round_number: int | None = None) -> set[str]:
+        """The ids of a story's attempts (at one round, if given) that were not accepted: failed, or never finished."""
+        with self.transaction() as connection:
+            return unfinished_attempts(connection, story_id, round_number)
+
+    def rolls_of_round(self, story_id: str, number: int) -> list[RollRecord]:
+        """Every roll made for round `number` of a story, by any attempt, in the order rolled."""
+        with self.transaction() as connection:
+            return rolls_of_round(connection, story_id, number)
+
+    def story_rolls(self, story_id: str) -> list[RollRecord]:
+        """Every roll of a story, in chain order."""
+        with self.session() as session:
+            query = select(RollRecord).where(RollRecord.story_id == story_id).order_by(col(RollRecord.seq))
+            return list(session.exec(query))
+
+    # A fair story's seeds
+
+    def seeds(self, story_id: str) -> list[SeedRecord]:
+        with self.session() as session:
+            query = select(SeedRecord).where(SeedRecord.story_id == story_id).order_by(col(SeedRecord.epoch))
+            return list(session.exec(query))
+
+    def current_seed(self, story_id: str) -> SeedRecord:
+        """The seed a fair story's next rolls are derived from; `NotFair` for any other story."""
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            if story is None:
+                raise StoryNotFound(story_id)
+            seed = session.exec(
+                select(SeedRecord).where(SeedRecord.story_id == story_id, SeedRecord.epoch == story.seed_epoch)
+            ).first()
+            if not story.fair or seed is None:
+                raise NotFair(f"story '{story_id}' does not use fair dice, so it has no seed to reveal")
+            return seed
+
+    def reveal_seed(self, story_id: str, fresh: SeedRecord) -> tuple[SeedRecord, SeedRecord]:
+        """Reveal the current seed (through the rolls made so far) and make `fresh` the next, in one transaction.
+
+        Returns the revealed seed and the fresh one (its epoch and first roll set here).
+        """
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            current = self.current_seed(story_id)  # NotFair for a story without seeds
+            assert story is not None
+            current.last_roll, current.revealed_at = story.chain_length, datetime.now(UTC)
+            fresh.story_id, fresh.epoch, fresh.first_roll = story_id, current.epoch + 1, story.chain_length + 1
+            # Only from the epoch it read: a reveal that raced another is refused rather than skipping one.
+            moved = session.execute(
+                update(Story)
+                .where(col(Story.id) == story_id, col(Story.seed_epoch) == current.epoch)
+                .where(col(Story.chain_length) == story.chain_length)
+                .values(seed_epoch=fresh.epoch)
+            )
+            if moved.rowcount != 1:  # type: ignore[attr-defined]
+                session.rollback()
+                raise ChainMoved("the story's dice moved on while its seed was being revealed; try again")
+            session.add_all([current, fresh])
+            session.commit()
+            return current, fresh
+
+    def fail_attempt(self, attempt_id: str, error: str, calls: Sequence[ModelCall] = ()) -> None:
+        """Mark an unfinished attempt failed, with the model calls it made; its rolls stay as they are.
+
+        An attempt already accepted stays accepted (its calls were written with it).
+        """
+        failed = (
+            update(Attempt)
+            .where(col(Attempt.id) == attempt_id, col(Attempt.status) != "accepted")
+            .values(status="failed", error=storable(error))
+        )
+        with self.transaction() as connection:
+            if (
+                connection.execute(failed).rowcount == 0
+                and connection.execute(
+                    sql_select(col(Attempt.id)).where(col(Attempt.id) == attempt_id, col(Attempt.status) == "accepted")
+                ).first()
+            ):
+                return
+            insert_calls(connection, calls)
+
+    def rolls_of_attempt(self, attempt_id: str) -> list[RollRecord]:
+        with self.session() as session:
+            query = select(RollRecord).where(RollRecord.attempt_id == attempt_id).order_by(col(RollRecord.id))
+            return list(session.exec(query))
+
+    def rolls_by_id(self, ids: Sequence[int]) -> list[RollRecord]:
+        """The rolls with these ids, in the order given."""
+        if not ids:
+            return []
+        with self.transaction() as connection:
+            return rolls_by_id(connection, ids)
+
+
+# The same work on a transaction's connection, for the store's parts that do several things in one.
+
+
+def insert_attempt(connection: Connection, attempt: Attempt) -> None:
+    """Write a new attempt, marking any other of its story still running as abandoned (see `start_attempt`)."""
+    connection.execute(
+        update(Attempt)
+        .where(col(Attempt.story_id) == attempt.story_id)
+        .where(col(Attempt.status) == "running")
+        .values(status="abandoned", error=ABANDONED)
+    )
+    connection.execute(insert(Attempt).values(values_of(attempt)))
+
+
+def insert_calls(connection: Connection, calls: Sequence[ModelCall]) -> None:
+    """Write model calls in one statement."""
+    if calls:
+        connection.execute(insert(ModelCall), [values_of(call) for call in calls])
+
+
+def unfinished_attempts(connection: Connection, story_id: str, round_number: int | None = None) -> set[str]:
+    query = sql_select(col(Attempt.id)).where(col(Attempt.story_id) == story_id, col(Attempt.status) != "accepted")
+    if round_number is not None:
+        query = query.where(col(Attempt.round_number) == round_number)
+    return set(connection.execute(query).scalars())
+
+
+def rolls_of_round(connection: Connection, story_id: str, number: int) -> list[RollRecord]:
+    query = sql_select(ROLLS).where(ROLLS.c.story_id == story_id, ROLLS.c.round_number == number).order_by(ROLLS.c.seq)
+    return [row_of(RollRecord, row) for row in connection.execute(query).mappings()]
+
+
+def rolls_by_id(connection: Connection, ids: Sequence[int]) -> list[RollRecord]:
+    found = {
+        row["id"]: row for row in connection.execute(sql_select(ROLLS).where(ROLLS.c.id.in_(list(ids)))).mappings()
+    }
+    return [row_of(RollRecord, found[roll_id]) for roll_id in ids if roll_id in found]

@@ -1,0 +1,267 @@
+"""The store's rounds: an attempt opened and a round accepted (one transaction each), memory and model calls.
+
+A round is played as an *attempt*. Opening it reads what the round needs and writes the attempt in one
+transaction (`open_attempt`); when the referee accepts it, the round (its text, narration, outcomes,
+refusals, and its rolls as written) is written with its model calls, its attempt marked accepted and
+the story counted, in one transaction fenced on the lease (`accept_round`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, insert, update
+from sqlalchemy import select as sql_select
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from gm.errors import Conflict, LeaseLost
+from gm.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
+from gm.store_rolls import insert_attempt, insert_calls, rolls_by_id, rolls_of_round, unfinished_attempts
+from gm.store_tables import LEASE_LOST, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
+from gm.text import unstorable
+
+ROUNDS = table_of(RoundRecord)
+MEMORY = table_of(MemoryEntry)
+NOTHING_TO_REGENERATE = "there is no round to play again yet"
+
+
+@dataclass(frozen=True, slots=True)
+class StoryState:
+    """What a round reads of its story under the lease: everything but the world's definitions."""
+
+    id: str
+    rounds: int
+    summary: str
+    summary_through: int
+    settings: dict[str, Any]
+    fair: bool
+    player_seed: str | None
+    seed_epoch: int | None
+    chain_length: int
+    clock: int | None
+    ended_at: datetime | None
+
+
+STORY_STATE = [getattr(Story, name) for name in StoryState.__slots__]
+
+
+@dataclass
+class Opened:
+    """An attempt just opened, and what its round was read to be, in the transaction that opened it.
+
+    `number` is the round played; `player_text` the text of the round played again (None otherwise);
+    `earlier` that round's rolls; `retried` every roll made for this round before this attempt, in
+    order; `unfinished` the attempts at this round that were not accepted (their rolls came back);
+    `recent` the last rounds before it, oldest first; `memories` the unfolded memories before those;
+    `clock_before` the time the round before ended; `seed` a fair story's current seed.
+    """
+
+    story: StoryState
+    attempt: Attempt
+    number: int
+    player_text: str | None = None
+    earlier: list[RollRecord] = field(default_factory=list)
+    retried: list[RollRecord] = field(default_factory=list)
+    unfinished: set[str] = field(default_factory=set)
+    recent: list[RoundRecord] = field(default_factory=list)
+    memories: list[MemoryEntry] = field(default_factory=list)
+    clock_before: int | None = None
+    seed: SeedRecord | None = None
+
+
+# Refuses a round before its attempt is written: the story's state and, if one waits, its paused round's question.
+Admit = Callable[[StoryState, "dict[str, Any] | None"], None]
+
+
+class RoundTables(Tables):
+    """Opening attempts, accepting rounds; rounds, memory and model calls."""
+
+    def open_attempt(self, story_id: str, *, regenerate: bool, verbatim: int, admit: Admit) -> Opened:
+        """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction.
+
+        Called under the story's lease, so what it reads stays as read until the round ends. `admit`
+        sees the story and any paused round's question first, and refuses the round by raising (nothing
+        is written then). Any attempt of the story still running is marked abandoned (its process died).
+        """
+        if unstorable(story_id):
+            raise StoryNotFound(story_id)
+        paused = table_of(PausedRound)
+        query = (
+            sql_select(*STORY_STATE, paused.c.question)
+            .select_from(table_of(Story).outerjoin(paused, paused.c.story_id == col(Story.id)))
+            .where(col(Story.id) == story_id)
+        )
+        with self.transaction() as connection:
+            found = connection.execute(query).first()
+            if found is None:
+                raise StoryNotFound(story_id)
+            story = StoryState(*found[:-1])
+            admit(story, found[-1])
+            number = story.rounds if regenerate else story.rounds + 1
+            opened = Opened(story, Attempt(story_id=story_id, round_number=number, regenerating=regenerate), number)
+            # The newest rounds: the verbatim ones, the one played again, and the one before it (for its clock).
+            newest = _newest_rounds(connection, story_id, max(verbatim, 2))
+            by_number = {record.number: record for record in newest}
+            if regenerate:
+                last = by_number.get(number)
+                if last is None:
+                    raise Conflict(NOTHING_TO_REGENERATE)
+                opened.player_text = last.player_text
+                opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
+            if (before := by_number.get(number - 1)) is not None:
+                opened.clock_before = before.clock
+            opened.recent = [record for record in newest[-verbatim:] if record.number < number] if verbatim else []
+            first_verbatim = opened.recent[0].number if opened.recent else number
+            opened.memories = _memories(connection, story_id, story.summary_through, first_verbatim)
+            if story.fair:
+                opened.seed = _seed(connection, story)
+            insert_attempt(connection, opened.attempt)
+            opened.retried = rolls_of_round(connection, story_id, number)
+            if any(roll.attempt_id != opened.attempt.id for roll in [*opened.retried, *opened.earlier]):
+                opened.unfinished = unfinished_attempts(connection, story_id, number) - {opened.attempt.id}
+        return opened
+
+    def accept_round(
+        self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = (), *, holder: str | None = None
+    ) -> RoundRecord:
+        """Write an accepted round with its model calls, mark its attempt, and count it, in one transaction.
+
+        A regenerated round replaces the earlier version of the same number. With `holder`, the write is
+        fenced on the story's lease: it happens only if `holder` holds it still, else `LeaseLost` and
+        nothing is written. The fence is the transaction's first statement, so it locks the story row
+        (PostgreSQL) or the database (SQLite) until the round is written: no other round can take the
+        lease between the check and the commit.
+        """
+        story_id, number = record.story_id, record.number
+        with self.transaction() as connection:
+            if holder is not None:
+                fence = update(Story).where(col(Story.id) == story_id, col(Story.lease_holder) == holder)
+                if connection.execute(fence.values(lease_holder=holder)).rowcount != 1:
+                    raise LeaseLost(LEASE_LOST)
+            accepted = (
+                update(Attempt)
+                .where(col(Attempt.id) == attempt_id, col(Attempt.story_id) == story_id)
+                .values(status="accepted")
+                .returning(col(Attempt.regenerating))
+            )
+            regenerating = connection.execute(accepted).scalar()
+            if regenerating is None:
+                raise StoryNotFound(story_id)
+            replaced = 0
+            if regenerating:  # the earlier version goes, and its memory with it
+                connection.execute(delete(MEMORY).where(MEMORY.c.story_id == story_id, MEMORY.c.round_number == number))
+                replaced = connection.execute(
+                    delete(ROUNDS).where(ROUNDS.c.story_id == story_id, ROUNDS.c.number == number)
+                ).rowcount
+            counted: dict[str, Any] = {} if replaced else {"rounds": col(Story.rounds) + 1}
+            if record.clock is not None:  # the story's time is where its newest round ended
+                counted["clock"] = record.clock
+            if counted:
+                connection.execute(update(Story).where(col(Story.id) == story_id).values(counted))
+            written = insert(RoundRecord).values(values_of(record)).returning(col(RoundRecord.id))
+            try:  # (story, number) is unique: a round of that number already there refuses this one
+                record.id = connection.execute(written).scalar_one()
+            except IntegrityError:
+                raise LeaseLost(
+                    f"round {number} was played meanwhile by another attempt; this one was not saved"
+                ) from None
+            insert_calls(connection, calls)
+        return record
+
+    # Rounds, memory and model calls
+
+    def rounds(self, story_id: str, after: int = 0, last: int | None = None) -> list[RoundRecord]:
+        """Accepted rounds numbered above `after`, oldest first; `last` keeps only the newest few."""
+        with self.session() as session:
+            query = select(RoundRecord).where(RoundRecord.story_id == story_id, RoundRecord.number > after)
+            if last is not None:
+                newest = list(session.exec(query.order_by(col(RoundRecord.number).desc()).limit(last)))
+                return newest[::-1]
+            return list(session.exec(query.order_by(col(RoundRecord.number))))
+
+    def round(self, story_id: str, number: int) -> RoundRecord | None:
+        with self.session() as session:
+            query = select(RoundRecord).where(RoundRecord.story_id == story_id, RoundRecord.number == number)
+            return session.exec(query).first()
+
+    def past(self, story_id: str, summary_through: int, before: int, verbatim: int) -> Remembered:
+        """The last `verbatim` rounds before round `before`, and the unfolded memories before those."""
+        with self.transaction() as connection:
+            recent = [record for record in _newest_rounds(connection, story_id, verbatim) if record.number < before]
+            first_verbatim = recent[0].number if recent else before
+            return recent, _memories(connection, story_id, summary_through, first_verbatim)
+
+    def add_memory(self, entry: MemoryEntry) -> None:
+        """Store a round's memory and mark the round remembered, in one transaction."""
+        remembered = (
+            update(RoundRecord)
+            .where(col(RoundRecord.story_id) == entry.story_id, col(RoundRecord.number) == entry.round_number)
+            .values(memory_written=True)
+        )
+        with self.transaction() as connection:
+            if connection.execute(remembered).rowcount == 0:
+                return  # the round was regenerated meanwhile; its new version gets its own memory
+            entry.id = connection.execute(
+                insert(MemoryEntry).values(values_of(entry)).returning(col(MemoryEntry.id))
+            ).scalar_one()
+
+    def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
+        with self.transaction() as connection:
+            return _memories(connection, story_id, after)
+
+    def unremembered(self, story_id: str) -> list[RoundRecord]:
+        query = (
+            sql_select(ROUNDS)
+            .where(ROUNDS.c.story_id == story_id, ROUNDS.c.memory_written.is_(False))
+            .order_by(ROUNDS.c.number)
+        )
+        with self.transaction() as connection:
+            return [row_of(RoundRecord, row) for row in connection.execute(query).mappings()]
+
+    def fold_summary(self, story_id: str, summary: str, through: int) -> None:
+        folded = update(Story).where(col(Story.id) == story_id).values(summary=summary, summary_through=through)
+        with self.transaction() as connection:
+            if connection.execute(folded).rowcount == 0:
+                raise StoryNotFound(story_id)
+
+    def add_model_calls(self, calls: Sequence[ModelCall]) -> None:
+        with self.transaction() as connection:
+            insert_calls(connection, calls)
+
+    def model_calls(self, story_id: str) -> list[ModelCall]:
+        with self.session() as session:
+            query = select(ModelCall).where(ModelCall.story_id == story_id).order_by(col(ModelCall.id))
+            return list(session.exec(query))
+
+
+Remembered = tuple[list[RoundRecord], list[MemoryEntry]]  # the newest rounds, and the memories before them
+
+
+def _newest_rounds(connection: Connection, story_id: str, count: int) -> list[RoundRecord]:
+    """The story's newest `count` rounds, oldest first."""
+    if count <= 0:
+        return []
+    query = sql_select(ROUNDS).where(ROUNDS.c.story_id == story_id).order_by(ROUNDS.c.number.desc()).limit(count)
+    return [row_of(RoundRecord, row) for row in connection.execute(query).mappings()][::-1]
+
+
+def _memories(connection: Connection, story_id: str, after: int, before: int | None = None) -> list[MemoryEntry]:
+    """The story's memories of rounds after `after` (and before `before`), oldest first."""
+    query = sql_select(MEMORY).where(MEMORY.c.story_id == story_id, MEMORY.c.round_number > after)
+    if before is not None:
+        query = query.where(MEMORY.c.round_number < before)
+    return [row_of(MemoryEntry, row) for row in connection.execute(query.order_by(MEMORY.c.round_number)).mappings()]
+
+
+def _seed(connection: Connection, story: StoryState) -> SeedRecord:
+    seeds = table_of(SeedRecord)
+    query = sql_select(seeds).where(seeds.c.story_id == story.id, seeds.c.epoch == story.seed_epoch)
+    found = connection.execute(query).mappings().first()
+    if found is None:
+        raise NotFair(f"story '{story.id}' does not use fair dice, so it has no seed to reveal")
+    return row_of(SeedRecord, found)

@@ -1,0 +1,112 @@
+"""The store's stories: written, found by a whole or shortened id, listed, and the round lease on each.
+
+Two rounds of one story never run at once: a lease on the story row, taken with one conditional
+UPDATE, holds across processes on SQLite and PostgreSQL alike (gm.lease). Taking, renewing and
+releasing it are each their own short transaction, as fencing needs.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import update
+from sqlmodel import col, select
+
+from gm.records import SeedRecord, Story
+from gm.store_tables import ID_PREFIX, SHORT_ID, AmbiguousStory, StoryNotFound, Tables
+from gm.text import unstorable
+
+
+class StoryTables(Tables):
+    """Stories and their round lease."""
+
+    def create_story(self, story: Story, seed: SeedRecord | None = None) -> Story:
+        """Write a new story, and a fair story's first seed with it (one transaction)."""
+        with self.session() as session:
+            session.add(story)
+            if seed is not None:
+                session.flush()  # the story row first: the seed refers to it
+                seed.story_id, story.seed_epoch = story.id, seed.epoch
+                session.add(seed)
+            session.commit()
+            return story
+
+    def story(self, story_id: str) -> Story:
+        if unstorable(story_id):  # no story has such an id, and PostgreSQL could not even look for it
+            raise StoryNotFound(story_id)
+        with self.session() as session:
+            found = session.get(Story, story_id)
+            if found is None:
+                raise StoryNotFound(story_id)
+            return found
+
+    def find_story_id(self, typed: str) -> str:
+        """The id of the story `typed` names: its whole id, or a unique start of it of at least `SHORT_ID`
+        characters (ids are lower-case hex; case is ignored). Raises `StoryNotFound`, or `AmbiguousStory`
+        naming two of the stories a prefix fits."""
+        wanted = typed.strip().lower()
+        if unstorable(wanted):  # as in `story`: no story has such an id, and no database could look for it
+            raise StoryNotFound(typed)
+        with self.session() as session:
+            if session.get(Story, wanted) is not None:
+                return wanted
+            if len(wanted) < SHORT_ID or not ID_PREFIX.match(wanted):
+                raise StoryNotFound(typed)
+            query = select(Story.id).where(col(Story.id).startswith(wanted)).order_by(col(Story.id)).limit(2)
+            found = list(session.exec(query))
+        if not found:
+            raise StoryNotFound(typed)
+        if len(found) > 1:
+            raise AmbiguousStory(
+                f"'{wanted}' is the start of more than one story's id ({found[0]}, {found[1]}...); type more of it"
+            )
+        return found[0]
+
+    def stories(self) -> list[Story]:
+        with self.session() as session:
+            return list(session.exec(select(Story).order_by(col(Story.created_at))))
+
+    def update_settings(self, story_id: str, settings: dict[str, Any]) -> None:
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            if story is None:
+                raise StoryNotFound(story_id)
+            story.settings = {**story.settings, **settings}
+            session.add(story)
+            session.commit()
+
+    # The round lease: one conditional UPDATE each, on a Core connection (no session to set up).
+
+    def take_lease(self, story_id: str, holder: str, seconds: float) -> bool:
+        """Take the story's round lease unless someone else holds an unexpired one; True if taken."""
+        now = datetime.now(UTC)
+        statement = (
+            update(Story)
+            .where(col(Story.id) == story_id)
+            .where((col(Story.lease_holder).is_(None)) | (col(Story.lease_expires) < now))
+            .values(lease_holder=holder, lease_expires=now + timedelta(seconds=seconds))
+        )
+        with self.transaction() as connection:
+            return connection.execute(statement).rowcount == 1
+
+    def renew_lease(self, story_id: str, holder: str, seconds: float) -> bool:
+        """Extend `holder`'s lease to `seconds` from now; False (and nothing changed) if it holds it no more."""
+        statement = (
+            update(Story)
+            .where(col(Story.id) == story_id)
+            .where(col(Story.lease_holder) == holder)
+            .values(lease_expires=datetime.now(UTC) + timedelta(seconds=seconds))
+        )
+        with self.transaction() as connection:
+            return connection.execute(statement).rowcount == 1
+
+    def release_lease(self, story_id: str, holder: str) -> None:
+        statement = (
+            update(Story)
+            .where(col(Story.id) == story_id)
+            .where(col(Story.lease_holder) == holder)
+            .values(lease_holder=None, lease_expires=None)
+        )
+        with self.transaction() as connection:
+            connection.execute(statement)

@@ -1,0 +1,89 @@
+"""What every part of the store shares: the engine, a session, a Core transaction, and the store's errors.
+
+`gm.store.Store` is made of the parts in gm/store_stories.py (stories, the round lease),
+gm/store_rolls.py (attempts, rolls and their chain, seeds) and gm/store_rounds.py (an attempt's
+opening and accepted round in one transaction each, rounds, memory, model calls). The round's own
+path uses SQLAlchemy Core on one connection per transaction: the ORM's unit of work, identity map and
+a session per read cost more CPU than the statements themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
+
+from sqlalchemy import Table
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import Session, SQLModel
+
+from gm.errors import Conflict, NotFound, RoundFailed, UsageError
+from gm.text import unstorable
+
+Row = TypeVar("Row", bound=SQLModel)
+
+LEASE_LOST = (
+    "the round outlived its hold on the story, which another round may have taken meanwhile, so it was not saved"
+    " (its rolls are kept); try again"
+)
+ABANDONED = "the server playing this attempt stopped before it ended, so the next round marked it abandoned"
+SHORT_ID = 6  # the fewest characters of a story's id that may stand for it
+ID_PREFIX = re.compile(r"^[0-9a-f]+$")
+
+
+class StoryNotFound(NotFound, LookupError):
+    """No story has that id."""
+
+    def __init__(self, story_id: str) -> None:
+        # An id no story can have (a NUL, or half a surrogate pair from bytes that were not UTF-8) is shown escaped.
+        shown = story_id.encode("unicode_escape").decode("ascii") if unstorable(story_id) else story_id
+        super().__init__(f"there is no story '{shown}'")
+
+
+class AmbiguousStory(UsageError):
+    """A shortened story id that is the start of more than one story's id."""
+
+
+class ChainMoved(RoundFailed):
+    """A fair roll was derived for a place in the story's chain, or from a seed, that is no longer the next one."""
+
+
+class NotFair(Conflict):
+    """A seed was asked of a story that does not use fair dice."""
+
+
+class Tables:
+    """The engine every part of the store works on, and the two ways to work on it."""
+
+    engine: Engine
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """An ORM session, for the store's less frequent work (and for tests that look inside)."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One Core transaction on one connection: committed at the end of the block, rolled back on an error."""
+        with self.engine.begin() as connection:
+            yield connection
+
+
+def row_of(model: type[Row], mapping: Mapping[Any, Any]) -> Row:
+    """A table row read with Core, as the model the rest of gm reads (built without the ORM's session)."""
+    return model(**mapping)
+
+
+def values_of(record: SQLModel, *leave_out: str) -> dict[str, Any]:
+    """A record's columns as values for a Core INSERT; an unset primary key is left to the database."""
+    values = {name: getattr(record, name) for name in type(record).model_fields if name not in leave_out}
+    if values.get("id", 0) is None:
+        del values["id"]
+    return values
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The table a record class is written to."""
+    return cast(Table, model.__table__)  # type: ignore[attr-defined]
