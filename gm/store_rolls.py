@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlmodel import col, select
@@ -21,8 +21,6 @@ from gm.public import RollPublic
 from gm.records import Attempt, ModelCall, RollRecord, SeedRecord, Story
 from gm.store_tables import ABANDONED, ChainMoved, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
 from gm.text import storable
-
-ROLLS = table_of(RollRecord)
 
 
 class RollTables(Tables):
@@ -47,14 +45,8 @@ class RollTables(Tables):
         the hash of the roll before, and the story the new head. A fair roll comes with the place and
         seed epoch it was derived for (see gm.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
         """
-        claim = (
-            update(Story)
-            .where(col(Story.id) == roll.story_id)
-            .values(chain_length=col(Story.chain_length) + 1)
-            .returning(col(Story.chain_length), col(Story.chain_head), col(Story.seed_epoch))
-        )
         with self.transaction() as connection:
-            claimed = connection.execute(claim).first()
+            claimed = connection.execute(_CLAIM, {"story": roll.story_id}).first()
             if claimed is None:
                 raise StoryNotFound(roll.story_id)
             place, head, epoch = claimed
@@ -64,20 +56,19 @@ class RollTables(Tables):
                     "or a reveal went ahead); the roll was not written, try again"
                 )
             roll.seq, roll.prev_hash = place, head or genesis(roll.story_id)
-            written = insert(RollRecord).values(values_of(roll)).returning(col(RollRecord.id))
-            roll.id = connection.execute(written).scalar_one()  # the roll's id is part of what its hash covers
+            roll.id = connection.execute(_ROLL, values_of(roll)).scalar_one()  # its id is part of what its hash covers
             link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
-            connection.execute(update(Story).where(col(Story.id) == roll.story_id).values(chain_head=link))
+            connection.execute(_HEAD, {"story": roll.story_id, "head": link})
         return roll
 
     def unfinished_attempts(self, story_id: str, round_number: int | None = None) -> set[str]:
         """The ids of a story's attempts (at one round, if given) that were not accepted: failed, or never finished."""
-        with self.transaction() as connection:
+        with self.reading() as connection:
             return unfinished_attempts(connection, story_id, round_number)
 
     def rolls_of_round(self, story_id: str, number: int) -> list[RollRecord]:
         """Every roll made for round `number` of a story, by any attempt, in the order rolled."""
-        with self.transaction() as connection:
+        with self.reading() as connection:
             return rolls_of_round(connection, story_id, number)
 
     def story_rolls(self, story_id: str) -> list[RollRecord]:
@@ -136,18 +127,9 @@ class RollTables(Tables):
 
         An attempt already accepted stays accepted (its calls were written with it).
         """
-        failed = (
-            update(Attempt)
-            .where(col(Attempt.id) == attempt_id, col(Attempt.status) != "accepted")
-            .values(status="failed", error=storable(error))
-        )
         with self.transaction() as connection:
-            if (
-                connection.execute(failed).rowcount == 0
-                and connection.execute(
-                    sql_select(col(Attempt.id)).where(col(Attempt.id) == attempt_id, col(Attempt.status) == "accepted")
-                ).first()
-            ):
+            marked = connection.execute(_FAIL, {"attempt": attempt_id, "failure": storable(error)}).rowcount
+            if not marked and connection.execute(_ACCEPTED, {"attempt": attempt_id}).first():
                 return
             insert_calls(connection, calls)
 
@@ -160,44 +142,72 @@ class RollTables(Tables):
         """The rolls with these ids, in the order given."""
         if not ids:
             return []
-        with self.transaction() as connection:
+        with self.reading() as connection:
             return rolls_by_id(connection, ids)
 
 
 # The same work on a transaction's connection, for the store's parts that do several things in one.
+# Each statement is built once: building one costs several times more CPU than running it.
+
+ROLLS = table_of(RollRecord)
+ATTEMPTS = table_of(Attempt)
+STORIES = table_of(Story)
+CALLS = table_of(ModelCall)
+_CLAIM = (
+    update(STORIES)
+    .where(STORIES.c.id == bindparam("story"))
+    .values(chain_length=STORIES.c.chain_length + 1)
+    .returning(STORIES.c.chain_length, STORIES.c.chain_head, STORIES.c.seed_epoch)
+)
+_ROLL = insert(ROLLS).returning(ROLLS.c.id)
+_HEAD = update(STORIES).where(STORIES.c.id == bindparam("story")).values(chain_head=bindparam("head"))
+_ABANDON = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.story_id == bindparam("story"), ATTEMPTS.c.status == "running")
+    .values(status="abandoned", error=ABANDONED)
+)
+_ATTEMPT = insert(ATTEMPTS)
+_FAIL = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.id == bindparam("attempt"), ATTEMPTS.c.status != "accepted")
+    .values(status="failed", error=bindparam("failure"))
+)
+_ACCEPTED = sql_select(ATTEMPTS.c.id).where(ATTEMPTS.c.id == bindparam("attempt"), ATTEMPTS.c.status == "accepted")
+_UNFINISHED = sql_select(ATTEMPTS.c.id).where(
+    ATTEMPTS.c.story_id == bindparam("story"), ATTEMPTS.c.status != "accepted"
+)
+_UNFINISHED_AT = _UNFINISHED.where(ATTEMPTS.c.round_number == bindparam("number"))
+_OF_ROUND = (
+    sql_select(ROLLS)
+    .where(ROLLS.c.story_id == bindparam("story"), ROLLS.c.round_number == bindparam("number"))
+    .order_by(ROLLS.c.seq)
+)
+_BY_ID = sql_select(ROLLS).where(ROLLS.c.id.in_(bindparam("ids", expanding=True)))
 
 
 def insert_attempt(connection: Connection, attempt: Attempt) -> None:
     """Write a new attempt, marking any other of its story still running as abandoned (see `start_attempt`)."""
-    connection.execute(
-        update(Attempt)
-        .where(col(Attempt.story_id) == attempt.story_id)
-        .where(col(Attempt.status) == "running")
-        .values(status="abandoned", error=ABANDONED)
-    )
-    connection.execute(insert(Attempt).values(values_of(attempt)))
+    connection.execute(_ABANDON, {"story": attempt.story_id})
+    connection.execute(_ATTEMPT, values_of(attempt))
 
 
 def insert_calls(connection: Connection, calls: Sequence[ModelCall]) -> None:
     """Write model calls in one statement."""
     if calls:
-        connection.execute(insert(ModelCall), [values_of(call) for call in calls])
+        connection.execute(insert(CALLS), [values_of(call) for call in calls])
 
 
 def unfinished_attempts(connection: Connection, story_id: str, round_number: int | None = None) -> set[str]:
-    query = sql_select(col(Attempt.id)).where(col(Attempt.story_id) == story_id, col(Attempt.status) != "accepted")
-    if round_number is not None:
-        query = query.where(col(Attempt.round_number) == round_number)
-    return set(connection.execute(query).scalars())
+    if round_number is None:
+        return set(connection.execute(_UNFINISHED, {"story": story_id}).scalars())
+    return set(connection.execute(_UNFINISHED_AT, {"story": story_id, "number": round_number}).scalars())
 
 
 def rolls_of_round(connection: Connection, story_id: str, number: int) -> list[RollRecord]:
-    query = sql_select(ROLLS).where(ROLLS.c.story_id == story_id, ROLLS.c.round_number == number).order_by(ROLLS.c.seq)
-    return [row_of(RollRecord, row) for row in connection.execute(query).mappings()]
+    rows = connection.execute(_OF_ROUND, {"story": story_id, "number": number}).mappings()
+    return [row_of(RollRecord, row) for row in rows]
 
 
 def rolls_by_id(connection: Connection, ids: Sequence[int]) -> list[RollRecord]:
-    found = {
-        row["id"]: row for row in connection.execute(sql_select(ROLLS).where(ROLLS.c.id.in_(list(ids)))).mappings()
-    }
+    found = {row["id"]: row for row in connection.execute(_BY_ID, {"ids": list(ids)}).mappings()}
     return [row_of(RollRecord, found[roll_id]) for roll_id in ids if roll_id in found]

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import delete, insert, update
+from sqlalchemy import BigInteger, Integer, Select, bindparam, delete, func, insert, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -45,9 +46,6 @@ class StoryState:
     chain_length: int
     clock: int | None
     ended_at: datetime | None
-
-
-STORY_STATE = [getattr(Story, name) for name in StoryState.__slots__]
 
 
 @dataclass
@@ -90,14 +88,8 @@ class RoundTables(Tables):
         """
         if unstorable(story_id):
             raise StoryNotFound(story_id)
-        paused = table_of(PausedRound)
-        query = (
-            sql_select(*STORY_STATE, paused.c.question)
-            .select_from(table_of(Story).outerjoin(paused, paused.c.story_id == col(Story.id)))
-            .where(col(Story.id) == story_id)
-        )
         with self.transaction() as connection:
-            found = connection.execute(query).first()
+            found = connection.execute(_OPEN, {"story": story_id}).first()
             if found is None:
                 raise StoryNotFound(story_id)
             story = StoryState(*found[:-1])
@@ -133,39 +125,24 @@ class RoundTables(Tables):
 
         A regenerated round replaces the earlier version of the same number. With `holder`, the write is
         fenced on the story's lease: it happens only if `holder` holds it still, else `LeaseLost` and
-        nothing is written. The fence is the transaction's first statement, so it locks the story row
-        (PostgreSQL) or the database (SQLite) until the round is written: no other round can take the
-        lease between the check and the commit.
+        nothing is written. The fence is the UPDATE that counts the round on the story row, so it locks
+        that row (PostgreSQL) or the database (SQLite) until the round is written: no other round can take
+        the lease between the check and the commit.
         """
         story_id, number = record.story_id, record.number
         with self.transaction() as connection:
-            if holder is not None:
-                fence = update(Story).where(col(Story.id) == story_id, col(Story.lease_holder) == holder)
-                if connection.execute(fence.values(lease_holder=holder)).rowcount != 1:
-                    raise LeaseLost(LEASE_LOST)
-            accepted = (
-                update(Attempt)
-                .where(col(Attempt.id) == attempt_id, col(Attempt.story_id) == story_id)
-                .values(status="accepted")
-                .returning(col(Attempt.regenerating))
-            )
-            regenerating = connection.execute(accepted).scalar()
+            regenerating = connection.execute(_ACCEPT, {"attempt": attempt_id, "story": story_id}).scalar()
             if regenerating is None:
                 raise StoryNotFound(story_id)
             replaced = 0
             if regenerating:  # the earlier version goes, and its memory with it
-                connection.execute(delete(MEMORY).where(MEMORY.c.story_id == story_id, MEMORY.c.round_number == number))
-                replaced = connection.execute(
-                    delete(ROUNDS).where(ROUNDS.c.story_id == story_id, ROUNDS.c.number == number)
-                ).rowcount
-            counted: dict[str, Any] = {} if replaced else {"rounds": col(Story.rounds) + 1}
-            if record.clock is not None:  # the story's time is where its newest round ended
-                counted["clock"] = record.clock
-            if counted:
-                connection.execute(update(Story).where(col(Story.id) == story_id).values(counted))
-            written = insert(RoundRecord).values(values_of(record)).returning(col(RoundRecord.id))
+                connection.execute(_FORGET, {"story": story_id, "round_no": number})
+                replaced = connection.execute(_REPLACE, {"story": story_id, "round_no": number}).rowcount
+            counted = {"story": story_id, "added": 0 if replaced else 1, "round_clock": record.clock, "holder": holder}
+            if connection.execute(_COUNT if holder is None else _COUNT_FENCED, counted).rowcount != 1:
+                raise StoryNotFound(story_id) if holder is None else LeaseLost(LEASE_LOST)
             try:  # (story, number) is unique: a round of that number already there refuses this one
-                record.id = connection.execute(written).scalar_one()
+                record.id = connection.execute(_ROUND, values_of(record)).scalar_one()
             except IntegrityError:
                 raise LeaseLost(
                     f"round {number} was played meanwhile by another attempt; this one was not saved"
@@ -191,42 +168,31 @@ class RoundTables(Tables):
 
     def past(self, story_id: str, summary_through: int, before: int, verbatim: int) -> Remembered:
         """The last `verbatim` rounds before round `before`, and the unfolded memories before those."""
-        with self.transaction() as connection:
+        with self.reading() as connection:
             recent = [record for record in _newest_rounds(connection, story_id, verbatim) if record.number < before]
             first_verbatim = recent[0].number if recent else before
             return recent, _memories(connection, story_id, summary_through, first_verbatim)
 
     def add_memory(self, entry: MemoryEntry) -> None:
         """Store a round's memory and mark the round remembered, in one transaction."""
-        remembered = (
-            update(RoundRecord)
-            .where(col(RoundRecord.story_id) == entry.story_id, col(RoundRecord.number) == entry.round_number)
-            .values(memory_written=True)
-        )
         with self.transaction() as connection:
-            if connection.execute(remembered).rowcount == 0:
+            if connection.execute(_REMEMBERED, {"story": entry.story_id, "round_no": entry.round_number}).rowcount == 0:
                 return  # the round was regenerated meanwhile; its new version gets its own memory
-            entry.id = connection.execute(
-                insert(MemoryEntry).values(values_of(entry)).returning(col(MemoryEntry.id))
-            ).scalar_one()
+            entry.id = connection.execute(_MEMORY, values_of(entry)).scalar_one()
 
     def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
-        with self.transaction() as connection:
+        with self.reading() as connection:
             return _memories(connection, story_id, after)
 
     def unremembered(self, story_id: str) -> list[RoundRecord]:
-        query = (
-            sql_select(ROUNDS)
-            .where(ROUNDS.c.story_id == story_id, ROUNDS.c.memory_written.is_(False))
-            .order_by(ROUNDS.c.number)
-        )
-        with self.transaction() as connection:
-            return [row_of(RoundRecord, row) for row in connection.execute(query).mappings()]
+        with self.reading() as connection:
+            rows = connection.execute(_UNREMEMBERED, {"story": story_id}).mappings()
+            return [row_of(RoundRecord, row) for row in rows]
 
     def fold_summary(self, story_id: str, summary: str, through: int) -> None:
-        folded = update(Story).where(col(Story.id) == story_id).values(summary=summary, summary_through=through)
         with self.transaction() as connection:
-            if connection.execute(folded).rowcount == 0:
+            folded = connection.execute(_FOLD, {"story": story_id, "folded": summary, "through": through})
+            if folded.rowcount == 0:
                 raise StoryNotFound(story_id)
 
     def add_model_calls(self, calls: Sequence[ModelCall]) -> None:
@@ -241,27 +207,81 @@ class RoundTables(Tables):
 
 Remembered = tuple[list[RoundRecord], list[MemoryEntry]]  # the newest rounds, and the memories before them
 
+# Each statement is built once: building one costs several times more CPU than running it.
+STORIES = table_of(Story)
+ATTEMPTS = table_of(Attempt)
+PAUSED = table_of(PausedRound)
+SEEDS = table_of(SeedRecord)
+_STORY = STORIES.c.id == bindparam("story")
+_OPEN = (
+    sql_select(*[STORIES.c[name] for name in StoryState.__slots__], PAUSED.c.question)
+    .select_from(STORIES.outerjoin(PAUSED, PAUSED.c.story_id == STORIES.c.id))
+    .where(_STORY)
+)
+_ACCEPT = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.id == bindparam("attempt"), ATTEMPTS.c.story_id == bindparam("story"))
+    .values(status="accepted")
+    .returning(ATTEMPTS.c.regenerating)
+)
+_OF_NUMBER = (MEMORY.c.story_id == bindparam("story"), MEMORY.c.round_number == bindparam("round_no"))
+_FORGET = delete(MEMORY).where(*_OF_NUMBER)
+_ROUND_NUMBER = (ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.number == bindparam("round_no"))
+_REPLACE = delete(ROUNDS).where(*_ROUND_NUMBER)
+# The round counted (0 when it replaced its earlier version) and the story's time moved to its end, if it has one.
+_COUNT = (
+    update(STORIES)
+    .where(_STORY)
+    .values(
+        rounds=STORIES.c.rounds + bindparam("added", type_=Integer),
+        clock=func.coalesce(bindparam("round_clock", type_=BigInteger), STORIES.c.clock),
+    )
+)
+_COUNT_FENCED = _COUNT.where(STORIES.c.lease_holder == bindparam("holder"))
+_ROUND = insert(ROUNDS).returning(ROUNDS.c.id)
+_REMEMBERED = update(ROUNDS).where(*_ROUND_NUMBER).values(memory_written=True)
+_MEMORY = insert(MEMORY).returning(MEMORY.c.id)
+_UNREMEMBERED = (
+    sql_select(ROUNDS)
+    .where(ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.memory_written.is_(False))
+    .order_by(ROUNDS.c.number)
+)
+_FOLD = update(STORIES).where(_STORY).values(summary=bindparam("folded"), summary_through=bindparam("through"))
+_MEMORIES = (
+    sql_select(MEMORY)
+    .where(MEMORY.c.story_id == bindparam("story"), MEMORY.c.round_number > bindparam("after"))
+    .order_by(MEMORY.c.round_number)
+)
+_MEMORIES_BEFORE = _MEMORIES.where(MEMORY.c.round_number < bindparam("before"))
+_SEED = sql_select(SEEDS).where(SEEDS.c.story_id == bindparam("story"), SEEDS.c.epoch == bindparam("epoch"))
+
+
+@cache
+def _newest(count: int) -> Select[Any]:
+    return (
+        sql_select(ROUNDS).where(ROUNDS.c.story_id == bindparam("story")).order_by(ROUNDS.c.number.desc()).limit(count)
+    )
+
 
 def _newest_rounds(connection: Connection, story_id: str, count: int) -> list[RoundRecord]:
     """The story's newest `count` rounds, oldest first."""
     if count <= 0:
         return []
-    query = sql_select(ROUNDS).where(ROUNDS.c.story_id == story_id).order_by(ROUNDS.c.number.desc()).limit(count)
-    return [row_of(RoundRecord, row) for row in connection.execute(query).mappings()][::-1]
+    rows = connection.execute(_newest(count), {"story": story_id}).mappings()
+    return [row_of(RoundRecord, row) for row in rows][::-1]
 
 
 def _memories(connection: Connection, story_id: str, after: int, before: int | None = None) -> list[MemoryEntry]:
     """The story's memories of rounds after `after` (and before `before`), oldest first."""
-    query = sql_select(MEMORY).where(MEMORY.c.story_id == story_id, MEMORY.c.round_number > after)
-    if before is not None:
-        query = query.where(MEMORY.c.round_number < before)
-    return [row_of(MemoryEntry, row) for row in connection.execute(query.order_by(MEMORY.c.round_number)).mappings()]
+    if before is None:
+        rows = connection.execute(_MEMORIES, {"story": story_id, "after": after}).mappings()
+    else:
+        rows = connection.execute(_MEMORIES_BEFORE, {"story": story_id, "after": after, "before": before}).mappings()
+    return [row_of(MemoryEntry, row) for row in rows]
 
 
 def _seed(connection: Connection, story: StoryState) -> SeedRecord:
-    seeds = table_of(SeedRecord)
-    query = sql_select(seeds).where(seeds.c.story_id == story.id, seeds.c.epoch == story.seed_epoch)
-    found = connection.execute(query).mappings().first()
+    found = connection.execute(_SEED, {"story": story.id, "epoch": story.seed_epoch}).mappings().first()
     if found is None:
         raise NotFair(f"story '{story.id}' does not use fair dice, so it has no seed to reveal")
     return row_of(SeedRecord, found)

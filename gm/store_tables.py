@@ -16,8 +16,10 @@ from typing import Any, TypeVar, cast
 
 from sqlalchemy import Table
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.orm import configure_mappers
 from sqlmodel import Session, SQLModel
 
+import gm.records  # noqa: F401  (every table is mapped before the mappers are configured below)
 from gm.errors import Conflict, NotFound, RoundFailed, UsageError
 from gm.text import unstorable
 
@@ -70,10 +72,20 @@ class Tables:
         with self.engine.begin() as connection:
             yield connection
 
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """One connection for reads only: nothing to commit (the pool rolls it back as it takes it back)."""
+        with self.engine.connect() as connection:
+            yield connection
+
 
 def row_of(model: type[Row], mapping: Mapping[Any, Any]) -> Row:
-    """A table row read with Core, as the model the rest of gm reads (built without the ORM's session)."""
-    return model(**mapping)
+    """A table row read with Core, as the model the rest of gm reads.
+
+    Built as the ORM builds the rows it loads, without running `__init__`: the values are the
+    database's own, and validating them again costs ten times as much as reading them.
+    """
+    return model.model_construct(**mapping)
 
 
 def values_of(record: SQLModel, *leave_out: str) -> dict[str, Any]:
@@ -82,6 +94,9 @@ def values_of(record: SQLModel, *leave_out: str) -> dict[str, Any]:
     if values.get("id", 0) is None:
         del values["id"]
     return values
+
+
+configure_mappers()  # `row_of` builds rows without a session, which a mapper must be configured for
 
 
 def table_of(model: type[SQLModel]) -> Table:
