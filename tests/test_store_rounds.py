@@ -1,0 +1,172 @@
+"""The round's database work, on SQLite and PostgreSQL: how many transactions it takes, and what each makes durable.
+
+A round takes the lease, opens its attempt (one transaction: the story, a paused round, the recent
+rounds and memories, the round's earlier rolls, the attempt), writes each roll in its own
+transaction, is accepted in one, and releases the lease. What the model is told of a roll is
+already committed: a second connection sees it while the model is being called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rounds import narrate_roll, roll_mara, table
+from sqlalchemy import event
+from sqlmodel import Session, select
+
+from gm.chain import roll_hash
+from gm.errors import LeaseLost
+from gm.public import RollPublic
+from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, make_engine
+from gm.testing import reply
+
+
+@contextmanager
+def counted(store: Store) -> Iterator[dict[str, int]]:
+    """Commits and connection checkouts on the store's engine while the block runs."""
+    counts = {"commits": 0, "checkouts": 0}
+
+    def commit(*_: Any) -> None:
+        counts["commits"] += 1
+
+    def checkout(*_: Any) -> None:
+        counts["checkouts"] += 1
+
+    event.listen(store.engine, "commit", commit)
+    event.listen(store.engine.pool, "checkout", checkout)
+    try:
+        yield counts
+    finally:
+        event.remove(store.engine, "commit", commit)
+        event.remove(store.engine.pool, "checkout", checkout)
+
+
+def test_a_rolled_round_takes_five_transactions_and_a_plain_one_four(store: Store, harbor: Path) -> None:
+    """Lease, opening, the roll, the accepted round, release: each one transaction on one connection."""
+
+    async def play() -> tuple[dict[str, int], dict[str, int]]:
+        async with table(store, [roll_mara(), narrate_roll(), reply("The quay is quiet.")], faces=[11]) as t:
+            story = t.game.start_story(harbor, settings={"judge": "off"})
+            t.game.world(story)  # the story's world is read once and then kept (gm.game), before counting
+            with counted(store) as rolled:
+                await t.game.play(story, "I pick the lock.")
+            await t.game.settle()
+            with counted(store) as plain:
+                await t.game.play(story, "I look around.")
+            return rolled, plain
+
+    rolled, plain = asyncio.run(play())
+    assert rolled == {"commits": 5, "checkouts": 5}
+    assert plain == {"commits": 4, "checkouts": 4}
+
+
+def test_a_roll_is_committed_before_the_model_hears_of_it(store: Store, database_url: str, harbor: Path) -> None:
+    """While the game master is called with a roll's result, another connection already reads the roll,
+    its place in the chain and the story's new head; the round is there as soon as the round returns."""
+    seen: list[dict[str, Any]] = []
+    elsewhere = make_engine(database_url)
+
+    def look(request: dict[str, Any]) -> Any:
+        with Session(elsewhere) as session:  # not the store's engine: only committed rows are visible here
+            [roll] = session.exec(select(RollRecord)).all()
+            story = session.exec(select(Story)).one()
+            [attempt] = session.exec(select(Attempt)).all()
+            seen.append(
+                {
+                    "roll": (roll.seq, roll.band, roll.faces),
+                    "head": story.chain_head == roll_hash(RollPublic.from_stored(roll).model_dump(mode="json")),
+                    "attempt": attempt.status,
+                    "rounds": len(session.exec(select(RoundRecord)).all()),
+                }
+            )
+        return narrate_roll()(request)
+
+    async def play() -> Any:
+        async with table(store, [roll_mara(), look], faces=[11]) as t:
+            story = t.game.start_story(harbor)
+            await t.game.play(story, "I pick the lock.")
+            with Session(elsewhere) as session:
+                return session.exec(select(RoundRecord)).one()
+
+    try:
+        accepted = asyncio.run(play())
+    finally:
+        elsewhere.dispose()
+    assert seen == [{"roll": (1, "Partial success", [[11]]), "head": True, "attempt": "running", "rounds": 0}]
+    assert [roll["band"] for roll in accepted.rolls] == ["Partial success"]
+
+
+def test_a_round_of_a_number_already_accepted_is_refused_and_nothing_changes(store: Store) -> None:
+    story = store.create_story(Story(title="t", world_data={}, settings={}))
+    first = store.start_attempt(story.id, 1)
+    store.accept_round(first.id, round_record(story.id, first.id, "first"))
+    second = store.start_attempt(story.id, 1)
+    with pytest.raises(LeaseLost, match="round 1 was played meanwhile"):
+        store.accept_round(second.id, round_record(story.id, second.id, "second"))
+    assert store.story(story.id).rounds == 1
+    assert [record.narration for record in store.rounds(story.id)] == ["first"]
+    with store.session() as session:
+        assert session.get(Attempt, second.id).status == "running"  # type: ignore[union-attr]
+
+
+def test_accepting_under_a_lease_held_by_another_writes_nothing(store: Store) -> None:
+    story = store.create_story(Story(title="t", world_data={}, settings={}))
+    assert store.take_lease(story.id, "theirs", 30)
+    attempt = store.start_attempt(story.id, 1)
+    with pytest.raises(LeaseLost):
+        store.accept_round(attempt.id, round_record(story.id, attempt.id, "mine", clock=90), holder="mine")
+    after = store.story(story.id)
+    assert (after.rounds, after.clock, store.rounds(story.id)) == (0, None, [])
+
+
+def test_opening_reads_the_recent_rounds_and_memories_and_abandons_a_dead_attempt(store: Store) -> None:
+    story = store.create_story(Story(title="t", world_data={}, settings={}))
+    for number in range(1, 6):
+        attempt = store.start_attempt(story.id, number)
+        store.accept_round(attempt.id, round_record(story.id, attempt.id, f"round {number}", number=number))
+    dead = store.start_attempt(story.id, 6)
+    store.record_roll(
+        RollRecord(
+            story_id=story.id, attempt_id=dead.id, round_number=6, kind="dice", notation="1d6", faces=[[4]], total=4
+        )
+    )
+    opened = store.open_attempt(story.id, regenerate=False, verbatim=3, admit=lambda story, waiting: None)
+    assert (opened.number, [record.number for record in opened.recent]) == (6, [3, 4, 5])
+    assert [roll.total for roll in opened.retried] == [4]
+    assert opened.unfinished == {dead.id}
+    with store.session() as session:
+        assert session.get(Attempt, dead.id).status == "abandoned"  # type: ignore[union-attr]
+        assert session.get(Attempt, opened.attempt.id).status == "running"  # type: ignore[union-attr]
+
+
+def test_a_refused_opening_writes_no_attempt(store: Store) -> None:
+    story = store.create_story(Story(title="t", world_data={}, settings={}))
+
+    def refuse(state: Any, waiting: Any) -> None:
+        raise LeaseLost("no")
+
+    with pytest.raises(LeaseLost):
+        store.open_attempt(story.id, regenerate=False, verbatim=3, admit=refuse)
+    with store.session() as session:
+        assert session.exec(select(Attempt)).all() == []
+
+
+def round_record(
+    story_id: str, attempt_id: str, narration: str, clock: int | None = None, number: int = 1
+) -> RoundRecord:
+    return RoundRecord(
+        story_id=story_id,
+        number=number,
+        attempt_id=attempt_id,
+        player_text="I wait.",
+        narration=narration,
+        outcomes=[],
+        rolls=[],
+        refusals=[],
+        clock=clock,
+    )
