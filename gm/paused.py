@@ -10,14 +10,25 @@ which need not be the one that paused it. Abandoning it marks its attempt failed
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, delete, update
+from sqlalchemy import select as sql_select
 from sqlmodel import col
 
 from gm.errors import Conflict, LeaseLost
 from gm.public import QuestionPublic
-from gm.records import Attempt, ModelCall, PausedRound, Story
-from gm.store import LEASE_LOST, Store
+from gm.records import Attempt, ModelCall, PausedRound, RollRecord, SeedRecord, Story
+from gm.store import LEASE_LOST, Store, StoryState
+from gm.store_rolls import rolls_by_id, rolls_of_round, unfinished_attempts
+from gm.store_rounds import read_seed, read_story_state
+from gm.store_tables import row_of, table_of
+
+PAUSED = table_of(PausedRound)
+ATTEMPTS = table_of(Attempt)
+_PAUSED = sql_select(PAUSED).where(PAUSED.c.story_id == bindparam("story"))
+_RUNNING = update(ATTEMPTS).where(ATTEMPTS.c.id == bindparam("attempt")).values(status="running")
+_TAKEN = delete(PAUSED).where(PAUSED.c.story_id == bindparam("story"))
 
 NOTHING_WAITING = "no round of this story is waiting for dice"
 ABANDONED_BY_PLAYER = "abandoned by the player while it waited for the dice"
@@ -70,22 +81,48 @@ def keep_paused(store: Store, paused: PausedRound, calls: Sequence[ModelCall], h
         session.commit()
 
 
-def take_paused(store: Store, story_id: str, attempt_id: str) -> PausedRound:
-    """Take the paused round up again (under the lease): its row deleted and its attempt running, at once.
+@dataclass
+class TakenUp:
+    """A paused round taken up again, with what its attempt is rebuilt from, read in the same transaction.
+
+    `held` are the rolls the attempt holds, in order; `others` the round's rolls made by other attempts;
+    `earlier` the rolls of the round it plays again; `unfinished` the other attempts at the round that were
+    not accepted; `story` and `seed` what a fair story's dice are derived from.
+    """
+
+    paused: PausedRound
+    story: StoryState
+    held: list[RollRecord]
+    others: list[RollRecord]
+    earlier: list[RollRecord]
+    unfinished: set[str]
+    seed: SeedRecord | None
+
+
+def take_paused(store: Store, story_id: str, attempt_id: str) -> TakenUp:
+    """Take the paused round up again (under the lease): its row deleted and its attempt running, at once,
+    with everything its attempt is rebuilt from read in the same transaction.
 
     `attempt_id` is the attempt the faces were checked against; if another process answered or
     abandoned it meanwhile, `Conflict` and nothing changes.
     """
-    with store.session() as session:
-        paused = session.get(PausedRound, story_id)
-        attempt = session.get(Attempt, attempt_id)
-        if paused is None or attempt is None or paused.attempt_id != attempt_id:
+    with store.transaction() as connection:
+        found = connection.execute(_PAUSED, {"story": story_id}).mappings().first()
+        if found is None or found["attempt_id"] != attempt_id:
             raise Conflict(ANSWERED_MEANWHILE)
-        attempt.status = "running"
-        session.add(attempt)
-        session.delete(paused)
-        session.commit()
-        return paused
+        if connection.execute(_RUNNING, {"attempt": attempt_id}).rowcount != 1:
+            raise Conflict(ANSWERED_MEANWHILE)
+        connection.execute(_TAKEN, {"story": story_id})
+        paused = row_of(PausedRound, found)
+        story = read_story_state(connection, story_id)
+        held = rolls_by_id(connection, paused.rolls)
+        others = [
+            roll for roll in rolls_of_round(connection, story_id, paused.round_number) if roll.attempt_id != attempt_id
+        ]
+        earlier = rolls_by_id(connection, paused.earlier) if paused.earlier else []
+        unfinished = unfinished_attempts(connection, story_id, paused.round_number) - {attempt_id} if others else set()
+        seed = read_seed(connection, story) if story.fair else None
+        return TakenUp(paused, story, held, others, earlier, unfinished, seed)
 
 
 def drop_paused(store: Store, story_id: str) -> int:

@@ -34,7 +34,7 @@ from gm.round import (
     roll_writer,
     run_attempt,
 )
-from gm.seeds import dice_for
+from gm.seeds import fair_dice
 from gm.store import Store
 from gm.table import read_faces
 from gm.tools import RoundTools
@@ -87,13 +87,10 @@ def _taken_up(
     tell: RoundEvents,
 ) -> tuple[_Attempt, list[ToolCall]]:
     """The paused attempt rebuilt from the database (under the lease), its check's faces ready to roll."""
-    paused = take_paused(store, story_id, attempt_id)
-    story = store.story(story_id)
-    rolls = store.rolls_by_id(paused.rolls)
-    held = {roll.id for roll in rolls}
-    others = [roll for roll in store.rolls_of_round(story_id, paused.round_number) if roll.attempt_id != attempt_id]
-    retried = EarlierRolls(others, _taken=set(held))
-    rolling = dice_for(store, story, source)  # plain dice (roll_dice) are still the engine's
+    taken = take_paused(store, story_id, attempt_id)  # one transaction: taken up, and all it is rebuilt from
+    paused, rolls = taken.paused, taken.held
+    retried = EarlierRolls(taken.others, _taken={roll.id for roll in rolls})
+    rolling = fair_dice(taken.story, taken.seed, source)  # plain dice (roll_dice) are still the engine's
     tools = RoundTools(
         world,
         story_id,
@@ -101,7 +98,7 @@ def _taken_up(
         paused.round_number,
         roll_writer(store, world, rolling, tell),
         rolling,
-        store.rolls_by_id(paused.earlier),
+        taken.earlier,
         rolls=rolls,
         retried=retried,
         clock=paused.clock,
@@ -121,7 +118,7 @@ def _taken_up(
         judged=paused.judged,
         calls_before=paused.model_calls,
         regenerating=paused.regenerating,
-        unfinished=store.unfinished_attempts(story_id, paused.round_number) - {attempt_id},
+        unfinished=taken.unfinished,
     )
     pending = [ToolCall(call["id"], call["name"], call["arguments"]) for call in paused.pending]
     return state, pending

@@ -111,7 +111,7 @@ class RoundTables(Tables):
             first_verbatim = opened.recent[0].number if opened.recent else number
             opened.memories = _memories(connection, story_id, story.summary_through, first_verbatim)
             if story.fair:
-                opened.seed = _seed(connection, story)
+                opened.seed = read_seed(connection, story)
             insert_attempt(connection, opened.attempt)
             opened.retried = rolls_of_round(connection, story_id, number)
             if any(roll.attempt_id != opened.attempt.id for roll in [*opened.retried, *opened.earlier]):
@@ -280,7 +280,16 @@ def _memories(connection: Connection, story_id: str, after: int, before: int | N
     return [row_of(MemoryEntry, row) for row in rows]
 
 
-def _seed(connection: Connection, story: StoryState) -> SeedRecord:
+def read_story_state(connection: Connection, story_id: str) -> StoryState:
+    """What a round reads of its story (see `StoryState`); `StoryNotFound` if there is none."""
+    found = connection.execute(_OPEN, {"story": story_id}).first()
+    if found is None:
+        raise StoryNotFound(story_id)
+    return StoryState(*found[:-1])
+
+
+def read_seed(connection: Connection, story: StoryState) -> SeedRecord:
+    """A fair story's current seed; `NotFair` if it has none."""
     found = connection.execute(_SEED, {"story": story.id, "epoch": story.seed_epoch}).mappings().first()
     if found is None:
         raise NotFair(f"story '{story.id}' does not use fair dice, so it has no seed to reveal")
