@@ -11,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, update
+from sqlalchemy import select as sql_select
 from sqlmodel import col, select
 
 from gm.records import SeedRecord, Story
-from gm.store_tables import ID_PREFIX, SHORT_ID, AmbiguousStory, StoryNotFound, Tables, table_of
+from gm.store_tables import ID_PREFIX, SHORT_ID, AmbiguousStory, StoryNotFound, Tables, row_of, table_of
 from gm.text import unstorable
 
 
@@ -35,11 +36,11 @@ class StoryTables(Tables):
     def story(self, story_id: str) -> Story:
         if unstorable(story_id):  # no story has such an id, and PostgreSQL could not even look for it
             raise StoryNotFound(story_id)
-        with self.session() as session:
-            found = session.get(Story, story_id)
-            if found is None:
-                raise StoryNotFound(story_id)
-            return found
+        with self.reading() as connection:  # Core: the memory keeper and every web request read a story
+            found = connection.execute(_STORY, {"story": story_id}).mappings().first()
+        if found is None:
+            raise StoryNotFound(story_id)
+        return row_of(Story, found)
 
     def find_story_id(self, typed: str) -> str:
         """The id of the story `typed` names: its whole id, or a unique start of it of at least `SHORT_ID`
@@ -97,6 +98,7 @@ class StoryTables(Tables):
 
 
 STORIES = table_of(Story)
+_STORY = sql_select(STORIES).where(STORIES.c.id == bindparam("story"))
 _HELD = (STORIES.c.id == bindparam("story")) & (STORIES.c.lease_holder == bindparam("holder"))
 _FREE = STORIES.c.lease_holder.is_(None) | (STORIES.c.lease_expires < bindparam("now"))
 _TAKE = (
