@@ -25,7 +25,7 @@ from gm.calendar import story_time
 from gm.completion import strip_reasoning
 from gm.model import ChatModel, Completion, ModelError
 from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_round_messages
-from gm.store import MemoryEntry, Store, Story, model_call_from
+from gm.store import MemoryEntry, Store, Story, StoryState, model_call_from
 from gm.text import storable
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
@@ -42,7 +42,7 @@ def summary_text(content: str | None) -> str:
     return strip_reasoning(content or "").strip()
 
 
-def recall(store: Store, story: Story, before: int) -> Past:
+def recall(store: Store, story: Story | StoryState, before: int) -> Past:
     """The running summary, unfolded summaries, and the last rounds verbatim, for a round numbered `before`."""
     recent, memories = store.past(story.id, story.summary_through, before, VERBATIM_ROUNDS)  # one transaction
     return Past(story.summary, memories, recent)

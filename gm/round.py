@@ -27,17 +27,10 @@ from gm.errors import Conflict, ModelRetry, RoundFailed
 from gm.failing import end_failed
 from gm.judge import Judge
 from gm.lease import held_lease
+from gm.memory import recall
 from gm.model import ChatModel, ToolCall
 from gm.paused import keep_paused, waiting_sentence
-from gm.prompt import (
-    VERBATIM_ROUNDS,
-    JudgedOutcome,
-    JudgeRequest,
-    Past,
-    PlayerTurn,
-    engine_message,
-    game_master_messages,
-)
+from gm.prompt import JudgedOutcome, JudgeRequest, PlayerTurn, engine_message, game_master_messages
 from gm.public import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic, RoundPublic
 from gm.referee import Result, Telling, judge_refusals, referee
 from gm.retries import EarlierRolls
@@ -235,9 +228,10 @@ class _Opening:
 def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: RoundEvents) -> _Attempt:
     """Open the attempt (under the lease): its number, earlier rolls, player roll, prompt.
 
-    What the round reads of the database, and its attempt, are one transaction (`Store.open_attempt`).
+    What the round reads of the story, its earlier rolls and its attempt are one transaction
+    (`Store.open_attempt`); what the game master is shown of the past is the memory keeper's (`recall`).
     """
-    opened = store.open_attempt(story_id, regenerate=opening.regenerate, verbatim=VERBATIM_ROUNDS, admit=_admit)
+    opened = store.open_attempt(story_id, regenerate=opening.regenerate, admit=_admit)
     story, number = opened.story, opened.number
     player_text = opened.player_text if opened.player_text is not None else opening.player_text
     source = fair_dice(story, opened.seed, opening.source)  # a fair story's dice come from its seed (gm.seeds)
@@ -252,8 +246,7 @@ def _begin(store: Store, story_id: str, world: World, opening: _Opening, tell: R
     if opening.player_roll is not None:
         facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
     turn = PlayerTurn(player_text, tuple(facts))
-    past = Past(story.summary, opened.memories, opened.recent)
-    messages = game_master_messages(world, past, turn, tools.clock)
+    messages = game_master_messages(world, recall(store, story, number), turn, tools.clock)
     judged = story.settings.get("judge") != "off"
     return _Attempt(
         messages,

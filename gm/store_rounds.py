@@ -1,7 +1,8 @@
 """The store's rounds: an attempt opened and a round accepted (one transaction each), memory and model calls.
 
-A round is played as an *attempt*. Opening it reads what the round needs and writes the attempt in one
-transaction (`open_attempt`); when the referee accepts it, the round (its text, narration, outcomes,
+A round is played as an *attempt*. Opening it reads the story, a paused round and the round's earlier
+rolls and writes the attempt in one transaction (`open_attempt`); the past the game master is shown is
+read apart, by the memory keeper's `recall` (`past`, one connection); when the referee accepts it, the round (its text, narration, outcomes,
 refusals, and its rolls as written) is written with its model calls, its attempt marked accepted and
 the story counted, in one transaction fenced on the lease (`accept_round`).
 """
@@ -55,7 +56,6 @@ class Opened:
     `number` is the round played; `player_text` the text of the round played again (None otherwise);
     `earlier` that round's rolls; `retried` every roll made for this round before this attempt, in
     order; `unfinished` the attempts at this round that were not accepted (their rolls came back);
-    `recent` the last rounds before it, oldest first; `memories` the unfolded memories before those;
     `clock_before` the time the round before ended; `seed` a fair story's current seed.
     """
 
@@ -66,8 +66,6 @@ class Opened:
     earlier: list[RollRecord] = field(default_factory=list)
     retried: list[RollRecord] = field(default_factory=list)
     unfinished: set[str] = field(default_factory=set)
-    recent: list[RoundRecord] = field(default_factory=list)
-    memories: list[MemoryEntry] = field(default_factory=list)
     clock_before: int | None = None
     seed: SeedRecord | None = None
 
@@ -79,7 +77,7 @@ Admit = Callable[[StoryState, "dict[str, Any] | None"], None]
 class RoundTables(Tables):
     """Opening attempts, accepting rounds; rounds, memory and model calls."""
 
-    def open_attempt(self, story_id: str, *, regenerate: bool, verbatim: int, admit: Admit) -> Opened:
+    def open_attempt(self, story_id: str, *, regenerate: bool, admit: Admit) -> Opened:
         """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction.
 
         Called under the story's lease, so what it reads stays as read until the round ends. `admit`
@@ -96,20 +94,15 @@ class RoundTables(Tables):
             admit(story, found[-1])
             number = story.rounds if regenerate else story.rounds + 1
             opened = Opened(story, Attempt(story_id=story_id, round_number=number, regenerating=regenerate), number)
-            # The newest rounds: the verbatim ones, the one played again, and the one before it (for its clock).
-            newest = _newest_rounds(connection, story_id, max(verbatim, 2))
-            by_number = {record.number: record for record in newest}
-            if regenerate:
+            if regenerate:  # the round played again, and the one before it (the time it ended is where this starts)
+                by_number = {record.number: record for record in _newest_rounds(connection, story_id, 2)}
                 last = by_number.get(number)
                 if last is None:
                     raise Conflict(NOTHING_TO_REGENERATE)
                 opened.player_text = last.player_text
                 opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
-            if (before := by_number.get(number - 1)) is not None:
-                opened.clock_before = before.clock
-            opened.recent = [record for record in newest[-verbatim:] if record.number < number] if verbatim else []
-            first_verbatim = opened.recent[0].number if opened.recent else number
-            opened.memories = _memories(connection, story_id, story.summary_through, first_verbatim)
+                if (before := by_number.get(number - 1)) is not None:
+                    opened.clock_before = before.clock
             if story.fair:
                 opened.seed = read_seed(connection, story)
             insert_attempt(connection, opened.attempt)

@@ -1,8 +1,8 @@
 """The round's database work, on SQLite and PostgreSQL: how many transactions it takes, and what each makes durable.
 
-A round takes the lease, opens its attempt (one transaction: the story, a paused round, the recent
-rounds and memories, the round's earlier rolls, the attempt), writes each roll in its own
-transaction, is accepted in one, and releases the lease. What the model is told of a roll is
+A round takes the lease, opens its attempt (one transaction: the story, a paused round, the round's
+earlier rolls, the attempt), reads what the game master is shown of the past (one connection, no
+commit), writes each roll in its own transaction, is accepted in one, and releases the lease. What the model is told of a roll is
 already committed: a second connection sees it while the model is being called.
 """
 
@@ -61,8 +61,9 @@ def test_a_rolled_round_takes_five_transactions_and_a_plain_one_four(store: Stor
             return rolled, plain
 
     rolled, plain = asyncio.run(play())
-    assert rolled == {"commits": 5, "checkouts": 5}
-    assert plain == {"commits": 4, "checkouts": 4}
+    # and one connection, committing nothing, for what the game master is shown of the past (gm.memory.recall)
+    assert rolled == {"commits": 5, "checkouts": 6}
+    assert plain == {"commits": 4, "checkouts": 5}
 
 
 def test_a_roll_is_committed_before_the_model_hears_of_it(store: Store, database_url: str, harbor: Path) -> None:
@@ -124,7 +125,7 @@ def test_accepting_under_a_lease_held_by_another_writes_nothing(store: Store) ->
     assert (after.rounds, after.clock, store.rounds(story.id)) == (0, None, [])
 
 
-def test_opening_reads_the_recent_rounds_and_memories_and_abandons_a_dead_attempt(store: Store) -> None:
+def test_opening_reads_the_story_and_the_rounds_earlier_rolls_and_abandons_a_dead_attempt(store: Store) -> None:
     story = store.create_story(Story(title="t", world_data={}, settings={}))
     for number in range(1, 6):
         attempt = store.start_attempt(story.id, number)
@@ -135,8 +136,8 @@ def test_opening_reads_the_recent_rounds_and_memories_and_abandons_a_dead_attemp
             story_id=story.id, attempt_id=dead.id, round_number=6, kind="dice", notation="1d6", faces=[[4]], total=4
         )
     )
-    opened = store.open_attempt(story.id, regenerate=False, verbatim=3, admit=lambda story, waiting: None)
-    assert (opened.number, [record.number for record in opened.recent]) == (6, [3, 4, 5])
+    opened = store.open_attempt(story.id, regenerate=False, admit=lambda story, waiting: None)
+    assert (opened.number, opened.story.rounds) == (6, 5)
     assert [roll.total for roll in opened.retried] == [4]
     assert opened.unfinished == {dead.id}
     with store.session() as session:
@@ -151,7 +152,7 @@ def test_a_refused_opening_writes_no_attempt(store: Store) -> None:
         raise LeaseLost("no")
 
     with pytest.raises(LeaseLost):
-        store.open_attempt(story.id, regenerate=False, verbatim=3, admit=refuse)
+        store.open_attempt(story.id, regenerate=False, admit=refuse)
     with store.session() as session:
         assert session.exec(select(Attempt)).all() == []
 
