@@ -108,6 +108,8 @@ class Attempt(Built, SQLModel, table=True):
     """One try at playing a round; `status` is running, accepted, failed, or abandoned (its process died)."""
 
     __tablename__ = "attempts"
+    # A round's opening finds the story's running attempts without reading all its attempts.
+    __table_args__ = (Index("ix_attempts_story_status", "story_id", "status"),)
     id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)
     round_number: int
@@ -125,8 +127,12 @@ class RollRecord(Built, SQLModel, table=True):
     """
 
     __tablename__ = "rolls"
-    # One roll per place in a story's chain: two writers can never both add roll N.
-    __table_args__ = (Index("ix_rolls_story_seq", "story_id", "seq", unique=True),)
+    # One roll per place in a story's chain: two writers can never both add roll N. The second index
+    # finds a round's rolls (when it is opened) without reading every roll of a long story.
+    __table_args__ = (
+        Index("ix_rolls_story_seq", "story_id", "seq", unique=True),
+        Index("ix_rolls_story_round", "story_id", "round_number"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)
     attempt_id: str = Field(foreign_key="attempts.id", index=True)

@@ -2,9 +2,10 @@
 
 A round is played as an *attempt*. Opening it reads the story, a paused round and the round's earlier
 rolls and writes the attempt in one transaction (`open_attempt`); the past the game master is shown is
-read apart, by the memory keeper's `recall` (`past`, one connection); when the referee accepts it, the round (its text, narration, outcomes,
-refusals, and its rolls as written) is written with its model calls, its attempt marked accepted and
-the story counted, in one transaction fenced on the lease (`accept_round`).
+read apart, by the memory keeper's `recall` (`past`, one connection). When the referee accepts it,
+the round (its text, narration, outcomes, refusals, and its rolls as written) is written with its
+model calls, its attempt marked accepted and the story counted, in one transaction fenced on the
+lease (`accept_round`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from sqlmodel import SQLModel
 from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
 
-HEAD = "table_dice"
+HEAD = "round_indexes"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 COLUMNS_OF_TABLE_DICE = [
@@ -31,6 +31,8 @@ COLUMNS_OF_TABLE_DICE = [
     ("rolls", "salt"),
     ("stories", "ended_at"),
 ]  # added by the table_dice revision, with the paused_rounds table
+
+INDEXES_OF_ROUND_INDEXES = ["ix_attempts_story_status", "ix_rolls_story_round"]  # added by the round_indexes revision
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """
@@ -81,6 +83,7 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "table_dice",
         "table_rules",
         "calendar",
         "integrity",
@@ -147,6 +150,8 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE paused_rounds"))
         connection.execute(text("DROP TABLE reveals"))
+        for index in INDEXES_OF_ROUND_INDEXES:  # create_all makes today's indexes too
+            connection.execute(text(f"DROP INDEX {index}"))
         for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE:  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
@@ -253,5 +258,23 @@ def test_the_table_rules_revision_goes_down_and_up_again(database_url: str, engi
     store = Store(database_url)
     assert revision_of(store.engine) == HEAD
     assert drift(store.engine) == []
+    assert_old_story_reads(store)
+    store.engine.dispose()
+
+
+def test_the_round_indexes_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to table_dice the two indexes a round's opening reads by are gone; up again they are back."""
+    upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text(OLD_STORY))
+        command.downgrade(config(connection), "table_dice")
+    assert revision_of(engine) == "table_dice"
+    assert "ix_attempts_story_status" not in {index["name"] for index in inspect(engine).get_indexes("attempts")}
+    assert "ix_rolls_story_round" not in {index["name"] for index in inspect(engine).get_indexes("rolls")}
+    store = Store(database_url)
+    assert revision_of(store.engine) == HEAD
+    assert drift(store.engine) == []
+    assert "ix_attempts_story_status" in {index["name"] for index in inspect(store.engine).get_indexes("attempts")}
+    assert "ix_rolls_story_round" in {index["name"] for index in inspect(store.engine).get_indexes("rolls")}
     assert_old_story_reads(store)
     store.engine.dispose()

@@ -2,8 +2,8 @@
 
 A round takes the lease, opens its attempt (one transaction: the story, a paused round, the round's
 earlier rolls, the attempt), reads what the game master is shown of the past (one connection, no
-commit), writes each roll in its own transaction, is accepted in one, and releases the lease. What the model is told of a roll is
-already committed: a second connection sees it while the model is being called.
+commit), writes each roll in its own transaction, is accepted in one, and releases the lease. What
+the model is told of a roll is already committed: a second connection sees it while the model is called.
 """
 
 from __future__ import annotations
