@@ -145,6 +145,12 @@ class Game:
             self._worlds.put(story_id, world)
         return world
 
+    async def world_of(self, story_id: str) -> World:
+        """`world` for async code: a cached world at once, else read and checked in a worker thread, since
+        the check takes milliseconds a server's other stories would wait on (raises StoryNotFound)."""
+        cached = self._worlds.get(story_id)
+        return cached if cached is not None else await self.store.off_loop(self.world, story_id)
+
     async def play(
         self,
         story_id: str,
@@ -163,7 +169,7 @@ class Game:
         result = await play_round(
             self.store,
             story_id,
-            world := self.world(story_id),  # also raises StoryNotFound for an unknown id
+            world := await self.world_of(story_id),  # also raises StoryNotFound for an unknown id
             self._model_for(world),
             text,
             settings=self.settings,
@@ -187,7 +193,7 @@ class Game:
         result = await continue_round(
             self.store,
             story_id,
-            world := self.world(story_id),
+            world := await self.world_of(story_id),
             self._model_for(world),
             faces,
             settings=self.settings,
@@ -219,7 +225,7 @@ class Game:
         result = await play_round(
             self.store,
             story_id,
-            world := self.world(story_id),  # also raises StoryNotFound for an unknown id
+            world := await self.world_of(story_id),  # also raises StoryNotFound for an unknown id
             self._model_for(world),
             "",
             settings=self.settings,
