@@ -11,8 +11,8 @@ checked on it stalls every other story and request meanwhile. So the database wo
 - A database server (PostgreSQL): `SERVER_THREADS` threads, and as many pooled connections for them
   (`gm.store.make_engine`), so one slow statement or round trip never holds up the other stories.
 
-Work handed over keeps its order per caller (each awaits its own), runs to its end even if the
-awaiting task is cancelled (a transaction is never cut in half), and its error is raised in the caller.
+Work handed over keeps its order per caller (each awaits its own), and its error is raised in the
+caller; a cancelled caller waits for its work already running (`Workers.run`).
 """
 
 from __future__ import annotations
@@ -41,9 +41,20 @@ class Workers:
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
 
     async def run(self, work: Callable[..., T], *arguments: Any) -> T:
-        """`work(*arguments)` in a worker thread, with the caller's context variables (as `asyncio.to_thread`)."""
+        """`work(*arguments)` in a worker thread, with the caller's context variables (as `asyncio.to_thread`).
+
+        A caller cancelled meanwhile stops work not yet started; work already running is waited for before
+        the cancellation goes on, so what the caller does next (mark its attempt failed, release its lease)
+        comes after it, as it would if the work had run in the caller."""
         call = functools.partial(contextvars.copy_context().run, work, *arguments)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        future = self._executor.submit(call)
+        waited = asyncio.wrap_future(future)
+        try:
+            return await asyncio.shield(waited)
+        except asyncio.CancelledError:
+            if not future.cancel():  # running already: a transaction is never left half done by a cancel
+                await asyncio.wait([waited])
+            raise
 
     def close(self) -> None:
         """Let the threads go once the work handed over is done (they also go when this object is collected)."""

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from web import served_app
 from gm.round import RoundPaused, RoundResult, RoundSettings
 from gm.store import Store
 from gm.testing import reply, slow
+from gm.workers import SERVER_THREADS, Workers, workers_for
 
 # A heartbeat that beats during the slow step below, so the lease's renewal is watched too.
 BEATING = RoundSettings(lease_seconds=0.4, heartbeat_seconds=0.05)
@@ -192,3 +194,44 @@ def test_the_async_routes_do_no_database_work_and_read_no_files_on_the_loop(
     assert watch.files == [], watch.files
     assert watch.off_loop > 50
     assert threading.active_count() < 100  # workers are bounded
+
+
+def test_a_cancelled_caller_waits_for_its_running_work_and_drops_its_queued_work() -> None:
+    """What a cancelled round does next (mark its attempt failed, release its lease) comes after its running
+    transaction, as if that had run in the round's own task; work still queued never starts."""
+    workers = Workers(1, "test")
+    done: list[str] = []
+
+    def slow_work(name: str) -> str:
+        time.sleep(0.3)
+        done.append(name)
+        return name
+
+    async def main() -> tuple[list[str], list[str]]:
+        running = asyncio.create_task(workers.run(slow_work, "running"))
+        queued = asyncio.create_task(workers.run(slow_work, "queued"))
+        await asyncio.sleep(0.1)  # the first has started; the second waits behind it for the one thread
+        running.cancel()
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        seen_when_cancelled = list(done)
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        await asyncio.sleep(0.4)
+        return seen_when_cancelled, done
+
+    try:
+        seen_when_cancelled, finally_done = asyncio.run(main())
+    finally:
+        workers.close()
+    assert seen_when_cancelled == ["running"]  # the cancellation arrived only once the running work had ended
+    assert finally_done == ["running"]  # the queued work never ran
+
+
+def test_each_engine_has_its_own_workers_one_thread_for_sqlite(store: Store) -> None:
+    found = workers_for(store.engine)
+    assert found is workers_for(store.engine)
+    assert found.threads == (1 if store.engine.dialect.name == "sqlite" else SERVER_THREADS)
+    if store.engine.dialect.name != "sqlite":  # a pooled connection for every worker thread
+        assert store.engine.pool.size() >= SERVER_THREADS  # type: ignore[attr-defined]
