@@ -129,7 +129,9 @@ class Game:
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
             clock=0 if world.calendar is not None else None,  # the calendar's start date and time
         )
-        return self.store.create_story(story, first_seed() if fair else None).id
+        story_id = self.store.create_story(story, first_seed() if fair else None).id
+        self._worlds.put(story_id, world)  # built from the very data stored: its first round need not rebuild it
+        return story_id
 
     def world(self, story_id: str) -> World:
         """The story's world, rebuilt from the definitions copied in at its start.
@@ -146,10 +148,15 @@ class Game:
         return world
 
     async def world_of(self, story_id: str) -> World:
-        """`world` for async code: a cached world at once, else read and checked in a worker thread, since
-        the check takes milliseconds a server's other stories would wait on (raises StoryNotFound)."""
-        cached = self._worlds.get(story_id)
-        return cached if cached is not None else await self.store.off_loop(self.world, story_id)
+        """`world` for async code: a cached world at once, else read off the loop (Store.off_loop) and checked
+        in another thread (raises StoryNotFound). The check takes milliseconds: on the loop, a server's
+        other stories would wait on it, and on SQLite's one database thread, their database work."""
+        world = self._worlds.get(story_id)
+        if world is None:
+            story = await self.store.off_loop(self.store.story, story_id)
+            world = await asyncio.to_thread(world_from_data, story.world_data, story.dice_data)
+            self._worlds.put(story_id, world)
+        return world
 
     async def play(
         self,

@@ -27,6 +27,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from web import served_app
 
+from gm.game import Game
 from gm.round import RoundPaused, RoundResult, RoundSettings
 from gm.store import Store
 from gm.testing import reply, slow
@@ -131,17 +132,20 @@ def test_rounds_do_their_database_work_off_the_event_loop(store: Store, harbor: 
         async with table(store, script, faces=[15], settings=BEATING) as t:
             story = t.game.start_story(harbor)
             at_table = t.game.start_story(harbor, settings={"dice_from": "player"})
+            # Another process, as it were: the stories' worlds are not in its cache.
+            game = Game(t.master, store, memory_model=t.keeper, judge_model=t.judge, settings=BEATING)
+            game.source = t.game.source
             with watching(store.engine) as watch:
-                assert isinstance(await t.game.play(story, "I pick the lock."), RoundResult)
-                assert isinstance(await t.game.play(story, "I wait."), RoundResult)
-                assert isinstance(await t.game.regenerate(story), RoundResult)
-                await t.game.settle()
-                await t.game.end(story)
-                assert isinstance(await t.game.play(at_table, "I pick it."), RoundPaused)
-                assert isinstance(await t.game.answer(at_table, "11"), RoundResult)
-                assert isinstance(await t.game.play(at_table, "Once more."), RoundPaused)
-                assert await t.game.abandon(at_table) == 2
-                await t.game.settle()
+                assert isinstance(await game.play(story, "I pick the lock."), RoundResult)
+                assert isinstance(await game.play(story, "I wait."), RoundResult)
+                assert isinstance(await game.regenerate(story), RoundResult)
+                await game.settle()
+                await game.end(story)
+                assert isinstance(await game.play(at_table, "I pick it."), RoundPaused)
+                assert isinstance(await game.answer(at_table, "11"), RoundResult)
+                assert isinstance(await game.play(at_table, "Once more."), RoundPaused)
+                assert await game.abandon(at_table) == 2
+                await game.settle()
             assert watch.on_loop == [], watch.on_loop
             assert watch.files == [], watch.files
             assert watch.off_loop > 50  # the work was watched, and done elsewhere
