@@ -30,7 +30,11 @@ from sqlalchemy.engine import Engine
 
 T = TypeVar("T")
 
-SERVER_THREADS = 8  # per engine on a database server; its pool holds as many connections (gm.store.make_engine)
+# Per engine on a database server (its pool holds as many connections: gm.store.make_engine). Measured with
+# bench/serve_bench.py at 100 stories on PostgreSQL, side by side: 8 threads took the GIL from the event
+# loop so often that a probe request waited 840-1,180 ms at p99 (190 ms at p50), 4 threads 235-274 ms
+# (12-18 ms), 2 threads about 345 ms but played half the rounds; 4 played as many as 8.
+SERVER_THREADS = 4
 
 
 class Workers:
