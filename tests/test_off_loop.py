@@ -34,7 +34,7 @@ from gm.testing import reply, slow
 from gm.workers import SERVER_THREADS, Workers, workers_for
 
 # A heartbeat that beats during the slow step below, so the lease's renewal is watched too.
-BEATING = RoundSettings(lease_seconds=0.4, heartbeat_seconds=0.05)
+BEATING = RoundSettings(lease_seconds=5.0, heartbeat_seconds=0.05)
 
 
 def on_loop() -> bool:
