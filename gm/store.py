@@ -483,16 +483,39 @@ class Store:
             session.add_all([entry, record])
             session.commit()
 
+    def add_memories(self, remembered: Sequence[tuple[int, MemoryEntry]], calls: Sequence[ModelCall] = ()) -> None:
+        """Store the memories of several rounds and the memory keeper's calls that wrote them, marking those
+        rounds remembered, in one transaction (a batch, gm.memory).
+
+        Each entry comes with the id of the round version it summarises: a round regenerated meanwhile has a
+        new id, so its stale memory is left out (its new version gets its own); the calls are kept regardless.
+        """
+        with self.session() as session:
+            ids = [round_id for round_id, _ in remembered]
+            current = set(session.exec(select(RoundRecord.id).where(col(RoundRecord.id).in_(ids)))) if ids else set()
+            if current:
+                session.execute(
+                    update(RoundRecord).where(col(RoundRecord.id).in_(list(current))).values(memory_written=True)
+                )
+            session.add_all([entry for round_id, entry in remembered if round_id in current])
+            session.add_all(list(calls))
+            session.commit()
+
     def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
         with self.session() as session:
             query = select(MemoryEntry).where(MemoryEntry.story_id == story_id, MemoryEntry.round_number > after)
             return list(session.exec(query.order_by(col(MemoryEntry.round_number))))
 
-    def unremembered(self, story_id: str) -> list[RoundRecord]:
+    def unremembered(self, story_id: str, after: int = 0, before: int | None = None) -> list[RoundRecord]:
+        """Accepted rounds whose memory is not written yet, oldest first; numbered above `after` and below `before`."""
         with self.session() as session:
             query = select(RoundRecord).where(
-                RoundRecord.story_id == story_id, col(RoundRecord.memory_written).is_(False)
+                RoundRecord.story_id == story_id,
+                col(RoundRecord.memory_written).is_(False),
+                RoundRecord.number > after,
             )
+            if before is not None:
+                query = query.where(RoundRecord.number < before)
             return list(session.exec(query.order_by(col(RoundRecord.number))))
 
     def fold_summary(self, story_id: str, summary: str, through: int) -> None:
