@@ -90,6 +90,7 @@ class Game:
         # Stories whose newest rounds wait for their batch to fill, for `settle` to write. Bounded: a story
         # dropped from it is remembered by its next rounds instead (recall shows it verbatim meanwhile).
         self._waiting: LRU[str, bool] = LRU(cached_worlds)
+        self._queued: set[tuple[str, bool]] = set()  # catch-ups waiting for their story's lock (at most the tasks)
         self._worlds: LRU[str, World] = LRU(cached_worlds)
 
     def start_story(
@@ -261,6 +262,9 @@ class Game:
             await asyncio.gather(*list(self._memory_tasks), return_exceptions=True)
 
     def _remember(self, story_id: str, *, flush: bool = False) -> None:
+        if (story_id, flush) in self._queued:
+            return  # a catch-up still to start reads the rounds then, this one's included
+        self._queued.add((story_id, flush))
         task = asyncio.get_running_loop().create_task(self._catch_up(story_id, flush))
         self._memory_tasks.add(task)
         task.add_done_callback(self._memory_tasks.discard)
@@ -269,6 +273,7 @@ class Game:
         # One memory keeper per story at a time in this process; across processes the database's
         # unique (story, round) memory refuses a duplicate.
         async with self._memory_locks.hold(story_id):
+            self._queued.discard((story_id, flush))
             try:
                 waiting = await self.keeper.catch_up(story_id, flush=flush)
             except (ModelError, IntegrityError) as error:

@@ -159,7 +159,7 @@ class MemoryKeeper:
             await self._remember(story_id, batch, world_data)
             wrote = True
         if wrote or flush:
-            await self._fold(story_id, unremembered[0].number if unremembered else None)
+            await self._fold(story_id)
         return bool(unremembered)
 
     async def _remember(self, story_id: str, records: Sequence[RoundRecord], world_data: dict[str, Any]) -> None:
@@ -175,9 +175,9 @@ class MemoryKeeper:
                     summaries |= await self._ask(story_id, [record], calls)
         except ModelError as error:
             failure = error
-        remembered: list[tuple[int, MemoryEntry]] = []
+        remembered: list[tuple[str, MemoryEntry]] = []
         for record in records:
-            if record.number not in summaries or record.id is None:
+            if record.number not in summaries:
                 break  # a later round is never remembered before an earlier one
             when = story_time(world_data, record.clock)
             entry = MemoryEntry(
@@ -188,7 +188,7 @@ class MemoryKeeper:
                 outcomes=record.outcomes,
                 clock=record.clock,
             )
-            remembered.append((record.id, entry))
+            remembered.append((record.attempt_id, entry))
         if remembered or calls:
             await self.store.off_loop(self.store.add_memories, remembered, calls)
         if failure is not None:
@@ -209,13 +209,13 @@ class MemoryKeeper:
             )
         return summaries
 
-    async def _fold(self, story_id: str, waiting_from: int | None) -> None:
-        """Fold the oldest unfolded summaries into the running summary, once more than `FOLD_AFTER` pile up;
-        never past `waiting_from`, the oldest round still to remember."""
+    async def _fold(self, story_id: str) -> None:
+        """Fold the oldest unfolded summaries into the running summary, once more than `FOLD_AFTER` pile up.
+
+        The remembered rounds are always the story's first ones (see the module's docstring), so a fold
+        never passes over a round still to remember."""
         story = await self.store.off_loop(self.store.story, story_id)
         unfolded = await self.store.off_loop(self.store.memories, story_id, story.summary_through)
-        if waiting_from is not None:
-            unfolded = [entry for entry in unfolded if entry.round_number < waiting_from]
         if len(unfolded) <= FOLD_AFTER:
             return
         folding = unfolded[: len(unfolded) - KEEP_AFTER_FOLD]

@@ -483,21 +483,27 @@ class Store:
             session.add_all([entry, record])
             session.commit()
 
-    def add_memories(self, remembered: Sequence[tuple[int, MemoryEntry]], calls: Sequence[ModelCall] = ()) -> None:
+    def add_memories(self, remembered: Sequence[tuple[str, MemoryEntry]], calls: Sequence[ModelCall] = ()) -> None:
         """Store the memories of several rounds and the memory keeper's calls that wrote them, marking those
         rounds remembered, in one transaction (a batch, gm.memory).
 
-        Each entry comes with the id of the round version it summarises: a round regenerated meanwhile has a
-        new id, so its stale memory is left out (its new version gets its own); the calls are kept regardless.
+        Each entry comes with the attempt id of the round version it summarises: a round regenerated
+        meanwhile comes from another attempt, so its stale memory is left out (its new version gets its
+        own); the calls are kept regardless.
         """
         with self.session() as session:
-            ids = [round_id for round_id, _ in remembered]
-            current = set(session.exec(select(RoundRecord.id).where(col(RoundRecord.id).in_(ids)))) if ids else set()
+            attempts = [attempt_id for attempt_id, _ in remembered]
+            current: dict[str, int | None] = {}
+            if attempts:
+                query = select(RoundRecord.attempt_id, RoundRecord.id).where(col(RoundRecord.attempt_id).in_(attempts))
+                current = dict(session.exec(query).all())
             if current:
                 session.execute(
-                    update(RoundRecord).where(col(RoundRecord.id).in_(list(current))).values(memory_written=True)
+                    update(RoundRecord)
+                    .where(col(RoundRecord.id).in_(list(current.values())))
+                    .values(memory_written=True)
                 )
-            session.add_all([entry for round_id, entry in remembered if round_id in current])
+            session.add_all([entry for attempt_id, entry in remembered if attempt_id in current])
             session.add_all(list(calls))
             session.commit()
 
