@@ -151,15 +151,15 @@ class MemoryKeeper:
         # Database work goes through Store.off_loop, so a server's rounds go on meanwhile.
         unremembered = await self.store.off_loop(self.store.unremembered, story_id)
         world_data = None
-        wrote = False
+        wrote = 0
         while unremembered and (flush or len(unremembered) >= self.batch):
             batch, unremembered = unremembered[: self.batch], unremembered[self.batch :]
             if world_data is None:
                 world_data = (await self.store.off_loop(self.store.story, story_id)).world_data
             await self._remember(story_id, batch, world_data)
-            wrote = True
+            wrote = len(batch)
         if wrote or flush:
-            await self._fold(story_id)
+            await self._fold(story_id, max(wrote, 1))
         return bool(unremembered)
 
     async def _remember(self, story_id: str, records: Sequence[RoundRecord], world_data: dict[str, Any]) -> None:
@@ -209,14 +209,17 @@ class MemoryKeeper:
             )
         return summaries
 
-    async def _fold(self, story_id: str) -> None:
-        """Fold the oldest unfolded summaries into the running summary, once more than `FOLD_AFTER` pile up.
+    async def _fold(self, story_id: str, arrived: int) -> None:
+        """Fold the oldest unfolded summaries into the running summary, once more than `FOLD_AFTER` pile up
+        (fewer when the last `arrived` together), keeping the newest `KEEP_AFTER_FOLD`.
 
         The remembered rounds are always the story's first ones (see the module's docstring), so a fold
         never passes over a round still to remember."""
         story = await self.store.off_loop(self.store.story, story_id)
         unfolded = await self.store.off_loop(self.store.memories, story_id, story.summary_through)
-        if len(unfolded) <= FOLD_AFTER:
+        # Summaries that arrived `arrived` at a time (a batch) are folded `arrived - 1` earlier: the game
+        # master's prompt then carries no more of them than with one call a round.
+        if len(unfolded) <= max(FOLD_AFTER - (arrived - 1), KEEP_AFTER_FOLD):
             return
         folding = unfolded[: len(unfolded) - KEEP_AFTER_FOLD]
         numbers = [entry.round_number for entry in folding]

@@ -71,12 +71,14 @@ def test_a_batch_is_one_call_and_one_transaction_for_its_rounds(
             return t, story, seen
 
     t, story, seen = run(play())
-    assert seen == [(0, [])] * 3 + [(1, [1, 2, 3, 4])] * 4 + [(2, list(range(1, 9)))] * 2
+    # after round 8, the second batch and a fold: with batches of 4, the fold comes once 6 are unfolded
+    assert seen == [(0, [])] * 3 + [(1, [1, 2, 3, 4])] * 4 + [(3, list(range(1, 9)))] * 2
+    assert store.story(story).summary_through == 4
     # leaving the table settles, which writes round 9, whose batch was not yet due
     assert summaries_asked(t.keeper.requests) == [[1, 2, 3, 4], [5, 6, 7, 8], [9]]
     assert writes == [([1, 2, 3, 4], 1), ([5, 6, 7, 8], 1), ([9], 1)]
     assert [entry.summary for entry in store.memories(story)] == [f"Summary of round {n}." for n in range(1, 10)]
-    assert len(t.keeper.requests) == 4  # and a fold, once 9 summaries were unfolded
+    assert len(t.keeper.requests) == 4  # the fold's too
     assert len([c for c in store.model_calls(story) if c.purpose == "memory"]) == 4
 
 
