@@ -121,16 +121,19 @@ def recall(store: Store, story: Story, before: int) -> Past:
     """
     recent = [record for record in store.rounds(story.id, last=VERBATIM_ROUNDS) if record.number < before]
     first_verbatim = recent[0].number if recent else before
-    # Read before the memories: a memory written in between then shows its round twice (and is
-    # dropped below), never not at all.
-    late = store.unremembered(story.id, after=story.summary_through, before=first_verbatim)[-LATE_ROUNDS:]
-    shown = {record.number for record in late}
     memories = [
-        entry
-        for entry in store.memories(story.id, after=story.summary_through)
-        if entry.round_number < first_verbatim and entry.round_number not in shown
+        entry for entry in store.memories(story.id, after=story.summary_through) if entry.round_number < first_verbatim
     ]
-    return Past(story.summary, memories, [*late, *recent])
+    # Rounds are numbered 1, 2, 3... with no holes, so a missing memory shows without another query.
+    # The rounds are read after the memories: a memory written in between then leaves its round shown
+    # verbatim, never not at all.
+    missing = set(range(story.summary_through + 1, first_verbatim)) - {entry.round_number for entry in memories}
+    late = sorted(missing)[-LATE_ROUNDS:]
+    if late:
+        kept = set(late)
+        older = [record for record in store.rounds(story.id, after=late[0] - 1) if record.number in kept]
+        recent = older + recent
+    return Past(story.summary, memories, recent)
 
 
 class MemoryKeeper:

@@ -495,7 +495,10 @@ class Store:
             attempts = [attempt_id for attempt_id, _ in remembered]
             current: dict[str, int | None] = {}
             if attempts:
-                query = select(RoundRecord.attempt_id, RoundRecord.id).where(col(RoundRecord.attempt_id).in_(attempts))
+                query = select(RoundRecord.attempt_id, RoundRecord.id).where(
+                    RoundRecord.story_id == remembered[0][1].story_id,  # by the story's index, not the whole table
+                    col(RoundRecord.attempt_id).in_(attempts),
+                )
                 current = dict(session.exec(query).all())
             if current:
                 session.execute(
@@ -512,16 +515,11 @@ class Store:
             query = select(MemoryEntry).where(MemoryEntry.story_id == story_id, MemoryEntry.round_number > after)
             return list(session.exec(query.order_by(col(MemoryEntry.round_number))))
 
-    def unremembered(self, story_id: str, after: int = 0, before: int | None = None) -> list[RoundRecord]:
-        """Accepted rounds whose memory is not written yet, oldest first; numbered above `after` and below `before`."""
+    def unremembered(self, story_id: str) -> list[RoundRecord]:
         with self.session() as session:
             query = select(RoundRecord).where(
-                RoundRecord.story_id == story_id,
-                col(RoundRecord.memory_written).is_(False),
-                RoundRecord.number > after,
+                RoundRecord.story_id == story_id, col(RoundRecord.memory_written).is_(False)
             )
-            if before is not None:
-                query = query.where(RoundRecord.number < before)
             return list(session.exec(query.order_by(col(RoundRecord.number))))
 
     def fold_summary(self, story_id: str, summary: str, through: int) -> None:
