@@ -35,6 +35,7 @@ each missing round is asked for alone. What is stored is the answer without its 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -49,11 +50,14 @@ from gm.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_fr
 from gm.store import Store
 from gm.text import storable
 
+log = logging.getLogger(__name__)
+
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
 BATCH_ENV = "GM_MEMORY_BATCH"
 DEFAULT_BATCH = VERBATIM_ROUNDS + 1  # written as the oldest round of the batch leaves the verbatim window
 MAX_BATCH = 8  # rounds in one memory call at most (each round's text is up to 6,000 characters)
+UNLABELLED_LIMIT = 3  # batch answers in a row naming no round, after which rounds are asked for one a call
 LATE_ROUNDS = 2 * MAX_BATCH  # unremembered rounds older than the verbatim window shown verbatim, at most
 
 
@@ -143,6 +147,9 @@ class MemoryKeeper:
         self.store = store
         self.model = model
         self.batch = memory_batch(batch)
+        # Batch answers in a row that named no round (a model, or an edited prompt from before batches,
+        # that writes one summary); past `UNLABELLED_LIMIT` rounds are asked for one a call, not twice over.
+        self.unlabelled = 0
 
     async def catch_up(self, story_id: str, *, flush: bool = True) -> bool:
         """Remember the story's rounds not yet remembered (earlier failures and crashes included), oldest
@@ -172,7 +179,12 @@ class MemoryKeeper:
         summaries: dict[int, str] = {}
         failure: ModelError | None = None
         try:
-            summaries = await self._ask(story_id, records, calls)
+            if len(records) == 1 or self.unlabelled < UNLABELLED_LIMIT:
+                summaries = await self._ask(story_id, records, calls)
+                if len(records) > 1:
+                    self.unlabelled = 0 if summaries else self.unlabelled + 1
+                    if self.unlabelled == UNLABELLED_LIMIT:
+                        log.warning("the memory keeper's answers name no round; each is asked for alone from now on")
             for record in records:
                 if record.number not in summaries:
                     summaries |= await self._ask(story_id, [record], calls)

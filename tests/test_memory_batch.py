@@ -15,7 +15,7 @@ from rounds import function_model, table
 from gm import dice
 from gm.errors import OperatorError, UsageError
 from gm.game import Game
-from gm.memory import BATCH_ENV, DEFAULT_BATCH, MAX_BATCH, memory_batch, read_summaries
+from gm.memory import BATCH_ENV, DEFAULT_BATCH, MAX_BATCH, UNLABELLED_LIMIT, memory_batch, read_summaries
 from gm.prompt import VERBATIM_ROUNDS, read_fold, read_keeper_rounds
 from gm.records import MemoryEntry, ModelCall
 from gm.store import Store
@@ -148,6 +148,28 @@ def test_an_answer_without_labels_has_each_round_asked_for_alone(store: Store, h
     t, story = run(play())
     assert [asked(request) for request in t.keeper.requests] == [[1, 2], [1], [2]]
     assert [entry.summary for entry in store.memories(story)] == ["One.", "Two."]
+
+
+def test_a_keeper_that_never_names_rounds_is_asked_one_round_a_call(store: Store, harbor: Path) -> None:
+    def prose(request: dict[str, Any]) -> Step:
+        return reply(f"Mara went on ({len(asked(request))} rounds asked).")
+
+    rounds = 2 * (UNLABELLED_LIMIT + 2)
+
+    async def play() -> Any:
+        async with table(store, [reply(f"N{n}.") for n in range(1, rounds + 1)], prose, memory_batch=2) as t:
+            story = t.game.start_story(harbor)
+            for number in range(1, rounds + 1):
+                await t.game.play(story, f"round {number}.")
+                await t.game.settle(flush=False)
+            return t, story
+
+    t, story = run(play())
+    sizes = [len(asked(request)) for request in t.keeper.requests if asked(request)]
+    # each batch answer names no round, so its rounds are asked again alone; after UNLABELLED_LIMIT such
+    # answers in a row, the keeper asks one round a call from the start
+    assert sizes == [2, 1, 1] * UNLABELLED_LIMIT + [1] * (rounds - 2 * UNLABELLED_LIMIT)
+    assert remembered(store, story) == list(range(1, rounds + 1))
 
 
 def test_a_later_round_is_never_remembered_before_an_earlier_one(store: Store, harbor: Path) -> None:
