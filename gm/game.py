@@ -74,17 +74,23 @@ class Game:
         source: dice.DiceSource | None = None,
         cached_worlds: int = CACHED_WORLDS,
         judging: Literal["on", "off"] = "on",
+        memory_batch: int | None = None,
     ) -> None:
         prompts_in_use()  # a missing or empty prompt file is an error now, at the start, not in a round
         self.model = model
         self.store = store or Store()
-        self.keeper = MemoryKeeper(self.store, memory_model or model)
+        # Rounds per memory call: `memory_batch`, else GM_MEMORY_BATCH, else 4 (gm.memory).
+        self.keeper = MemoryKeeper(self.store, memory_model or model, batch=memory_batch)
         self.judge = Judge(judge_model or model, model_name(judge_model or model))
         self.judging = judging  # the default for new stories; each story keeps its own setting
         self.settings = settings or RoundSettings()
         self.source = source
         self._memory_tasks: set[asyncio.Task[None]] = set()
         self._memory_locks = StoryLocks()
+        # Stories whose newest rounds wait for their batch to fill, for `settle` to write. Bounded: a story
+        # dropped from it is remembered by its next rounds instead (recall shows it verbatim meanwhile).
+        self._waiting: LRU[str, bool] = LRU(cached_worlds)
+        self._queued: set[tuple[str, bool]] = set()  # catch-ups waiting for their story's lock (at most the tasks)
         self._worlds: LRU[str, World] = LRU(cached_worlds)
 
     def start_story(
@@ -253,25 +259,45 @@ class Game:
             return self.model.for_world(world)
         return self.model
 
-    async def settle(self) -> None:
-        """Wait for memory work in progress (call before exiting)."""
+    async def settle(self, *, flush: bool = True) -> None:
+        """Wait for memory work in progress, and write the memory of rounds whose batch is not yet due
+        too, so nothing is left waiting (call before exiting).
+
+        With `flush=False`, only the work in progress is waited for: rounds waiting for their batch to
+        fill stay for the story's next rounds (a bench or test watching the batches uses this)."""
+        while self._memory_tasks:
+            await asyncio.gather(*list(self._memory_tasks), return_exceptions=True)
+        if not flush:
+            return
+        for story_id in self._waiting.snapshot():
+            self._remember(story_id, flush=True)
         while self._memory_tasks:
             await asyncio.gather(*list(self._memory_tasks), return_exceptions=True)
 
-    def _remember(self, story_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._catch_up(story_id))
+    def _remember(self, story_id: str, *, flush: bool = False) -> None:
+        if (story_id, flush) in self._queued:
+            return  # a catch-up still to start reads the rounds then, this one's included
+        self._queued.add((story_id, flush))
+        task = asyncio.get_running_loop().create_task(self._catch_up(story_id, flush))
         self._memory_tasks.add(task)
         task.add_done_callback(self._memory_tasks.discard)
 
-    async def _catch_up(self, story_id: str) -> None:
+    async def _catch_up(self, story_id: str, flush: bool) -> None:
         # One memory keeper per story at a time in this process; across processes the database's
         # unique (story, round) memory refuses a duplicate.
         async with self._memory_locks.hold(story_id):
+            self._queued.discard((story_id, flush))
             try:
-                await self.keeper.catch_up(story_id)
+                waiting = await self.keeper.catch_up(story_id, flush=flush)
             except (ModelError, IntegrityError) as error:
-                # The round stands; its memory is written after a later round.
+                # The round stands; its memory is written after a later round (not by settle: a failing
+                # memory model is not asked again and again on the way out).
                 log.warning("memory for story %s is left for later: %s", story_id, error)
+                waiting = False
+            if waiting:
+                self._waiting.put(story_id, True)
+            else:
+                self._waiting.pop(story_id)
 
 
 def _end_under_lease(store: Store, story_id: str) -> None:

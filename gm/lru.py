@@ -44,6 +44,16 @@ class LRU(Generic[K, V]):
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
 
+    def pop(self, key: K) -> V | None:
+        """Remove the entry for `key`, returning it (None if there was none)."""
+        with self._lock:
+            return self._entries.pop(key, None)
+
+    def snapshot(self) -> list[K]:
+        """The keys held now, least recently used first (a copy, so the cache may change meanwhile)."""
+        with self._lock:
+            return list(self._entries)
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -1,6 +1,6 @@
 """The memory keeper: what is recorded after each round, and what the game master is shown of the past.
 
-After an accepted round, a second model call writes a short summary of it; the round's rolls and
+After accepted rounds, a second model writes a short summary of each; the round's rolls and
 outcomes are attached by code from the database, never from the model's paraphrase. In a world with
 a calendar, code also starts the summary with the date and time the round ended at ("On Fireday,
 12 Rainmoon 311 AL, 19:30 (dusk): ..."), and keeps that time beside it (`MemoryEntry.clock`), so the
@@ -11,29 +11,79 @@ unfolded summaries pile up, the oldest are folded into the running summary by an
 prompt stops growing with the story. Every stretch of model text shown again is capped in length,
 so a wordy memory keeper cannot grow it either.
 
+Batches. A round's summary is first needed when the round leaves the verbatim window of `recall`
+(the last `VERBATIM_ROUNDS` rounds), so the keeper need not run after every round: it waits until
+`batch` rounds are unremembered (`GM_MEMORY_BATCH`, or `Game(memory_batch=...)`; by default
+`VERBATIM_ROUNDS + 1` = 4, the oldest of them then just leaving the window) and asks for all of them
+in one call, each round still getting its own entry, all written with the call's record in one
+transaction. Nothing the game master sees is lost meanwhile: `recall` shows any round older than the
+window whose memory is not written yet (a batch not yet due, a failed call, a crash) verbatim in its
+place, so there is never a gap. Rounds are remembered oldest first and a later round never before
+an earlier one, so the remembered rounds are always the story's first ones; whatever was not
+written is read back from the database by the next catch-up, in this process or another.
+`Game.settle()` writes a batch not yet due too, so a program that settles before it exits leaves
+nothing waiting; a server that stops without settling leaves it to the story's next rounds.
+
 A memory-keeper answer with no usable text (an empty message, a tool call instead of text, or only
 a reasoning block) is a failed memory call, never an empty memory: `EmptyMemory` is raised, the
-round stays unremembered (or the summaries unfolded), and a later round's catch-up asks again, as
-after any failed call. What is stored is the answer without its reasoning blocks (`summary_text`).
+rounds stay unremembered (or the summaries unfolded), and a later round's catch-up asks again, as
+after any failed call. An answer with text that leaves some rounds of a batch without their
+`Round N:` line (a model that does not follow the format) is used for the rounds it does name, and
+each missing round is asked for alone. What is stored is the answer without its reasoning blocks
+(`summary_text`).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from gm.calendar import story_time
 from gm.completion import strip_reasoning
+from gm.errors import OperatorError, UsageError
 from gm.model import ChatModel, Completion, ModelError
-from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_round_messages
-from gm.store import MemoryEntry, Store, Story, StoryState, model_call_from
+from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
+from gm.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_from
+from gm.store import Store, StoryState
 from gm.text import storable
+
+log = logging.getLogger(__name__)
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
+BATCH_ENV = "GM_MEMORY_BATCH"
+DEFAULT_BATCH = VERBATIM_ROUNDS + 1  # written as the oldest round of the batch leaves the verbatim window
+MAX_BATCH = 8  # rounds in one memory call at most (each round's text is up to 6,000 characters)
+UNLABELLED_LIMIT = 3  # batch answers in a row naming no round, after which rounds are asked for one a call
+LATE_ROUNDS = 2 * MAX_BATCH  # unremembered rounds older than the verbatim window shown verbatim, at most
 
 
 class EmptyMemory(ModelError):
     """The memory keeper answered with no usable text; the memory is left for a later round's catch-up."""
+
+
+def memory_batch(value: int | None = None) -> int:
+    """The rounds the memory keeper summarises in one call: `value`, else `GM_MEMORY_BATCH`, else 4.
+
+    Anything but a whole number from 1 to `MAX_BATCH` is one clear error (`UsageError` for `value`,
+    `OperatorError` for the variable).
+    """
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH:
+            raise UsageError(f"memory_batch is a whole number of rounds from 1 to {MAX_BATCH}, not {value!r}")
+        return value
+    text = os.environ.get(BATCH_ENV, "").strip()
+    if not text:
+        return DEFAULT_BATCH
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_BATCH:
+        raise OperatorError(
+            f"{BATCH_ENV} is the number of rounds the memory keeper summarises in one call,"
+            f" a whole number from 1 to {MAX_BATCH}, not {text[:40]!r}"
+        )
+    return int(text)
 
 
 def summary_text(content: str | None) -> str:
@@ -42,58 +92,166 @@ def summary_text(content: str | None) -> str:
     return strip_reasoning(content or "").strip()
 
 
+# "Round 7: ...", also as models dress it: "**Round 7:** ...", "- Round 7 - ...", "### Round 7".
+_ANSWER_LINE = re.compile(r"^[ \t>*#_=-]*round[ \t]+(\d+)\b[ \t*_=]*[:.)\u2013\u2014-]?[ \t*_]*", re.I | re.M)
+
+
+def read_summaries(text: str, numbers: Sequence[int]) -> dict[int, str]:
+    """Each asked-for round's summary in a memory keeper's answer (`text`, reasoning already removed).
+
+    A summary runs from its `Round N:` line to the next such line; rounds not named are left out, and
+    the first summary of a round named twice is kept. An answer for one round may leave out the label.
+    """
+    text = storable(text)  # notes, not shown: a NUL is replaced, not refused
+    marks = list(_ANSWER_LINE.finditer(text))
+    if not marks and len(numbers) == 1:
+        return {numbers[0]: text} if text else {}
+    found: dict[int, str] = {}
+    for at, mark in enumerate(marks):
+        number = int(mark.group(1))
+        end = marks[at + 1].start() if at + 1 < len(marks) else len(text)
+        summary = text[mark.end() : end].strip()
+        if number in numbers and summary and number not in found:
+            found[number] = summary
+    return found
+
+
 def recall(store: Store, story: Story | StoryState, before: int) -> Past:
-    """The running summary, unfolded summaries, and the last rounds verbatim, for a round numbered `before`."""
-    recent, memories = store.past(story.id, story.summary_through, before, VERBATIM_ROUNDS)  # one transaction
+    """The running summary, unfolded summaries, and the last rounds verbatim, for a round numbered `before`.
+
+    A round older than the verbatim window whose memory is not written yet (a batch not yet due, a
+    failed memory call, a crash) is shown verbatim in its place (the newest `LATE_ROUNDS` of them),
+    so the game master never meets a gap in the story.
+    """
+    recent = [record for record in store.rounds(story.id, last=VERBATIM_ROUNDS) if record.number < before]
+    first_verbatim = recent[0].number if recent else before
+    memories = [
+        entry for entry in store.memories(story.id, after=story.summary_through) if entry.round_number < first_verbatim
+    ]
+    # Rounds are numbered 1, 2, 3... with no holes, so a missing memory shows without another query.
+    # The rounds are read after the memories: a memory written in between then leaves its round shown
+    # verbatim, never not at all.
+    missing = set(range(story.summary_through + 1, first_verbatim)) - {entry.round_number for entry in memories}
+    late = sorted(missing)[-LATE_ROUNDS:]
+    if late:
+        kept = set(late)
+        older = [record for record in store.rounds(story.id, after=late[0] - 1) if record.number in kept]
+        recent = older + recent
     return Past(story.summary, memories, recent)
 
 
 class MemoryKeeper:
-    """Writes each accepted round's memory, and folds old ones into the running summary."""
+    """Writes accepted rounds' memories, `batch` rounds a call, and folds old ones into the running summary."""
 
-    def __init__(self, store: Store, model: ChatModel) -> None:
+    def __init__(self, store: Store, model: ChatModel, *, batch: int | None = None) -> None:
         self.store = store
         self.model = model
+        self.batch = memory_batch(batch)
+        # Batch answers in a row that named no round (a model, or an edited prompt from before batches,
+        # that writes one summary); past `UNLABELLED_LIMIT` rounds are asked for one a call, not twice over.
+        self.unlabelled = 0
 
-    async def catch_up(self, story_id: str) -> None:
-        """Remember every accepted round not yet remembered (earlier failures included), then fold."""
+    async def catch_up(self, story_id: str, *, flush: bool = True) -> bool:
+        """Remember the story's rounds not yet remembered (earlier failures and crashes included), oldest
+        first, `batch` a call, then fold. Without `flush`, fewer than `batch` rounds left over wait for
+        later rounds; the answer says whether any do.
+
+        Raises the first failed call's error (`ModelError`), after writing what came before it.
+        """
         # Database work goes through Store.off_loop, so a server's rounds go on meanwhile.
         unremembered = await self.store.off_loop(self.store.unremembered, story_id)
-        world_data = (await self.store.off_loop(self.store.story, story_id)).world_data if unremembered else None
-        for record in unremembered:
-            summary = await self._ask(story_id, keeper_round_messages(record), f"round {record.number}")
+        world_data = None
+        wrote = 0
+        while unremembered and (flush or len(unremembered) >= self.batch):
+            batch, unremembered = unremembered[: self.batch], unremembered[self.batch :]
+            if world_data is None:
+                world_data = (await self.store.off_loop(self.store.story, story_id)).world_data
+            await self._remember(story_id, batch, world_data)
+            wrote = len(batch)
+        if wrote or flush:
+            await self._fold(story_id, max(wrote, 1))
+        return bool(unremembered)
+
+    async def _remember(self, story_id: str, records: Sequence[RoundRecord], world_data: dict[str, Any]) -> None:
+        """Ask for `records`' summaries in one call (each round missing from the answer alone, after it),
+        and write them with the calls' records in one transaction."""
+        calls: list[ModelCall] = []
+        summaries: dict[int, str] = {}
+        failure: ModelError | None = None
+        try:
+            if len(records) == 1 or self.unlabelled < UNLABELLED_LIMIT:
+                summaries = await self._ask(story_id, records, calls)
+                if len(records) > 1:
+                    self.unlabelled = 0 if summaries else self.unlabelled + 1
+                    if self.unlabelled == UNLABELLED_LIMIT:
+                        log.warning("the memory keeper's answers name no round; each is asked for alone from now on")
+            for record in records:
+                if record.number not in summaries:
+                    summaries |= await self._ask(story_id, [record], calls)
+        except ModelError as error:
+            failure = error
+        remembered: list[tuple[str, MemoryEntry]] = []
+        for record in records:
+            if record.number not in summaries:
+                break  # a later round is never remembered before an earlier one
+            when = story_time(world_data, record.clock)
             entry = MemoryEntry(
                 story_id=story_id,
                 round_number=record.number,
-                summary=dated_summary(summary, story_time(world_data, record.clock)),
+                summary=dated_summary(summaries[record.number], when),
                 rolls=record.rolls,
                 outcomes=record.outcomes,
                 clock=record.clock,
             )
-            await self.store.off_loop(self.store.add_memory, entry)
-        await self._fold(story_id)
+            remembered.append((record.attempt_id, entry))
+        if remembered or calls:
+            await self.store.off_loop(self.store.add_memories, remembered, calls)
+        if failure is not None:
+            raise failure
 
-    async def _fold(self, story_id: str) -> None:
+    async def _ask(self, story_id: str, records: Sequence[RoundRecord], calls: list[ModelCall]) -> dict[int, str]:
+        """The summaries the memory keeper wrote for `records` (its call's record added to `calls`).
+
+        `EmptyMemory` when it wrote no text, or, asked for one round, nothing usable for it."""
+        completion = await self.model.complete(keeper_rounds_messages(records))
+        calls.append(model_call_from(completion, "memory", story_id))
+        numbers = [record.number for record in records]
+        summaries = read_summaries(summary_text(completion.content), numbers)
+        if not summaries and (len(records) == 1 or not summary_text(completion.content)):
+            raise EmptyMemory(
+                f"The memory keeper's answer for {_rounds(numbers)} was {_no_text(completion)}, so nothing was"
+                " stored; it is asked again after a later round."
+            )
+        return summaries
+
+    async def _fold(self, story_id: str, arrived: int) -> None:
+        """Fold the oldest unfolded summaries into the running summary, once more than `FOLD_AFTER` pile up
+        (fewer when the last `arrived` together), keeping the newest `KEEP_AFTER_FOLD`.
+
+        The remembered rounds are always the story's first ones (see the module's docstring), so a fold
+        never passes over a round still to remember."""
         story = await self.store.off_loop(self.store.story, story_id)
         unfolded = await self.store.off_loop(self.store.memories, story_id, story.summary_through)
-        if len(unfolded) <= FOLD_AFTER:
+        # Summaries that arrived `arrived` at a time (a batch) are folded `arrived - 1` earlier: the game
+        # master's prompt then carries no more of them than with one call a round.
+        if len(unfolded) <= max(FOLD_AFTER - (arrived - 1), KEEP_AFTER_FOLD):
             return
         folding = unfolded[: len(unfolded) - KEEP_AFTER_FOLD]
-        rounds = f"rounds {folding[0].round_number} to {folding[-1].round_number}"
-        summary = await self._ask(story_id, fold_messages(story.summary, folding), f"the fold of {rounds}")
-        await self.store.off_loop(self.store.fold_summary, story_id, summary, folding[-1].round_number)
-
-    async def _ask(self, story_id: str, messages: list[dict[str, Any]], what: str) -> str:
-        """The memory keeper's text for `what` (such as "round 3"), or `EmptyMemory` when it wrote none."""
-        completion = await self.model.complete(messages)
+        numbers = [entry.round_number for entry in folding]
+        completion = await self.model.complete(fold_messages(story.summary, folding))
         await self.store.off_loop(self.store.add_model_calls, [model_call_from(completion, "memory", story_id)])
-        summary = storable(summary_text(completion.content))  # notes, not shown: a NUL is replaced, not refused
+        summary = storable(summary_text(completion.content))
         if not summary:
             raise EmptyMemory(
-                f"The memory keeper's answer for {what} was {_no_text(completion)}, so nothing was stored;"
-                " it is asked again after a later round."
+                f"The memory keeper's answer for the fold of {_rounds(numbers)} was {_no_text(completion)},"
+                " so nothing was stored; it is asked again after a later round."
             )
-        return summary
+        await self.store.off_loop(self.store.fold_summary, story_id, summary, folding[-1].round_number)
+
+
+def _rounds(numbers: Sequence[int]) -> str:
+    """ "round 3", or "rounds 3 to 6"."""
+    return f"round {numbers[0]}" if len(numbers) == 1 else f"rounds {numbers[0]} to {numbers[-1]}"
 
 
 def _no_text(completion: Completion) -> str:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 ENGINE_MARK = "[game engine]"  # how the round engine speaks to the game master in a user message
 FACT_OPEN, FACT_CLOSE = "(Fact: ", ")"  # a fact the game master must take as given, such as a player's roll
 KEEPER_PLAYER, KEEPER_NARRATION, KEEPER_OUTCOMES = "Player: ", "\n\nNarration: ", "\n\nOutcomes: "
+KEEPER_HEADING, KEEPER_ANSWER = "=== Round {} ===", "Round {}: "  # a round in the keeper's request; its summary
 FOLD_OPEN, FOLD_ROUNDS, FOLD_NOTHING_YET = "The story so far:\n", "\n\nThe rounds that followed:\n", "(nothing yet)"
 DICE_OPEN, DICE_CLOSE = " [Dice: ", "]"  # a round's settled rolls, written by code after its summary
 
@@ -228,20 +229,52 @@ class KeeperRound:
     player: str
     narration: str
     outcomes: str
+    number: int = 0  # the round's number in its story (0 when the request did not say)
+
+
+def keeper_round_text(record: RoundRecord) -> str:
+    """One round as the memory keeper reads it: the player's text, the narration, the outcomes and settled dice."""
+    outcomes = "; ".join(f"{outcome['character']}: {outcome['result']}" for outcome in record.outcomes) or "none"
+    return (
+        f"{KEEPER_PLAYER}{cap(record.player_text, VERBATIM_CHARS)}{KEEPER_NARRATION}"
+        f"{cap(record.narration, VERBATIM_CHARS)}{KEEPER_OUTCOMES}{outcomes}{describe_rolls(record.rolls)}"
+    )
 
 
 def keeper_round_messages(record: RoundRecord) -> list[dict[str, Any]]:
     """The memory keeper's request for one accepted round."""
-    outcomes = "; ".join(f"{outcome['character']}: {outcome['result']}" for outcome in record.outcomes) or "none"
-    text = (
-        f"{KEEPER_PLAYER}{cap(record.player_text, VERBATIM_CHARS)}{KEEPER_NARRATION}"
-        f"{cap(record.narration, VERBATIM_CHARS)}{KEEPER_OUTCOMES}{outcomes}{describe_rolls(record.rolls)}"
-    )
+    return keeper_rounds_messages([record])
+
+
+def keeper_rounds_messages(records: Sequence[RoundRecord]) -> list[dict[str, Any]]:
+    """The memory keeper's request for one or more accepted rounds (a batch, gm.memory), oldest first.
+
+    Each round is headed `=== Round N ===`; the keeper answers one `Round N: summary` line for each.
+    """
+    text = "\n\n".join(f"{KEEPER_HEADING.format(record.number)}\n{keeper_round_text(record)}" for record in records)
     return [{"role": "system", "content": instructions("memory_keeper")}, {"role": "user", "content": text}]
 
 
+_KEEPER_HEADING = re.compile(r"^=== Round (\d+) ===$", re.MULTILINE)
+
+
+def read_keeper_rounds(text: str) -> list[KeeperRound]:
+    """The rounds back from a memory keeper's request (one or several), or [] if `text` is not one."""
+    headings = list(_KEEPER_HEADING.finditer(text))
+    if not headings or headings[0].start() != 0:
+        found = read_keeper_round(text)
+        return [found] if found is not None else []
+    rounds = []
+    for at, heading in enumerate(headings):
+        end = headings[at + 1].start() if at + 1 < len(headings) else len(text)
+        found = read_keeper_round(text[heading.end() : end].strip("\n"))
+        if found is not None:
+            rounds.append(KeeperRound(found.player, found.narration, found.outcomes, int(heading.group(1))))
+    return rounds
+
+
 def read_keeper_round(text: str) -> KeeperRound | None:
-    """The round back from a memory keeper's request, or None if `text` is not one."""
+    """One round back from a memory keeper's request without headings, or None if `text` is not one."""
     if not text.startswith(KEEPER_PLAYER):
         return None
     player, _, rest = text[len(KEEPER_PLAYER) :].partition(KEEPER_NARRATION)

@@ -60,6 +60,7 @@ from typing import Any
 from gm.errors import RoundFailed
 from gm.model import Completion, ToolCall, Usage, estimate_tokens, message_text
 from gm.prompt import (
+    KEEPER_ANSWER,
     JudgeRequest,
     KeeperRound,
     cap,
@@ -68,7 +69,7 @@ from gm.prompt import (
     read_clock,
     read_fold,
     read_judge_request,
-    read_keeper_round,
+    read_keeper_rounds,
     read_player_turn,
 )
 from gm.referee import ROLL_MENTION, TOOL_CALL
@@ -361,8 +362,11 @@ class RehearsalModel:
         text = next((_content(m) for m in reversed(messages) if m.get("role") == "user"), "")
         if (fold := read_fold(text)) is not None:
             return _fold(fold.summary, fold.rounds)
-        if (keeper_round := read_keeper_round(text)) is not None:
-            return _round_summary(keeper_round)
+        if keeper_rounds := read_keeper_rounds(text):  # one line for each round, as prompts/memory_keeper.txt asks
+            return "\n".join(
+                (KEEPER_ANSWER.format(kept.number) if kept.number else "") + " ".join(_round_summary(kept).split())
+                for kept in keeper_rounds
+            )
         return cap(f"{MARK} {_first_sentence(text) or 'Nothing to say.'}", SUMMARY_CHARS)
 
 

@@ -174,6 +174,33 @@ class RoundTables(Tables):
                 return  # the round was regenerated meanwhile; its new version gets its own memory
             entry.id = connection.execute(_MEMORY, values_of(entry)).scalar_one()
 
+    def add_memories(self, remembered: Sequence[tuple[str, MemoryEntry]], calls: Sequence[ModelCall] = ()) -> None:
+        """Store the memories of several rounds and the memory keeper's calls that wrote them, marking those
+        rounds remembered, in one transaction (a batch, gm.memory).
+
+        Each entry comes with the attempt id of the round version it summarises: a round regenerated
+        meanwhile comes from another attempt, so its stale memory is left out (its new version gets its
+        own); the calls are kept regardless.
+        """
+        with self.session() as session:
+            attempts = [attempt_id for attempt_id, _ in remembered]
+            current: dict[str, int | None] = {}
+            if attempts:
+                query = select(RoundRecord.attempt_id, RoundRecord.id).where(
+                    RoundRecord.story_id == remembered[0][1].story_id,  # by the story's index, not the whole table
+                    col(RoundRecord.attempt_id).in_(attempts),
+                )
+                current = dict(session.exec(query).all())
+            if current:
+                session.execute(
+                    update(RoundRecord)
+                    .where(col(RoundRecord.id).in_(list(current.values())))
+                    .values(memory_written=True)
+                )
+            session.add_all([entry for attempt_id, entry in remembered if attempt_id in current])
+            session.add_all(list(calls))
+            session.commit()
+
     def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
         with self.reading() as connection:
             return _memories(connection, story_id, after)

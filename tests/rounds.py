@@ -62,16 +62,25 @@ async def table(
     transport: Transport = "function",
     judge: Script = honest_judge,
     tools: ToolsMode = "auto",
+    memory_batch: int | None = None,
 ) -> AsyncIterator[Table]:
     """A Game on `store` whose game master follows `script`; the memory keeper answers `memory`
     (by default, a summary for every request) and the judge `judge` (by default, honestly).
-    `faces` are the dice faces rolled, in order. Leaving the block normally waits for the memory
-    keeper and checks that no fake failed."""
+    `faces` are the dice faces rolled, in order; `memory_batch` the rounds per memory call (gm.memory).
+    Leaving the block normally waits for the memory keeper and checks that no fake failed."""
     keeper_script = memory if memory is not None else (lambda request: reply("Mara worked the lock."))
     source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(1)
     if transport == "function":
         master, keeper, judging = function_model(script), function_model(keeper_script), function_model(judge)
-        game = Game(master, store, memory_model=keeper, judge_model=judging, settings=settings, source=source)
+        game = Game(
+            master,
+            store,
+            memory_model=keeper,
+            judge_model=judging,
+            settings=settings,
+            source=source,
+            memory_batch=memory_batch,
+        )
         yield Table(game, master, keeper, judging)
         await game.settle()
         assert master.failures == keeper.failures == judging.failures == [], (master.failures, keeper.failures)
@@ -90,7 +99,13 @@ async def table(
             for each in (served, keeping, judged)
         )
         game = Game(
-            gm_client, store, memory_model=memory_client, judge_model=judge_client, settings=settings, source=source
+            gm_client,
+            store,
+            memory_model=memory_client,
+            judge_model=judge_client,
+            settings=settings,
+            source=source,
+            memory_batch=memory_batch,
         )
         yield Table(game, served, keeping, judged, waits)
         await game.settle()

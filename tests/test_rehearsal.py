@@ -271,10 +271,11 @@ def test_old_summaries_are_folded_into_a_short_rehearsal_summary(store: Store, t
     folder = write_world(tmp_path / "diceless", HARBOR_WORLD, None)
     texts = [f"I wait, hour {number}." for number in range(1, 10)]
     _, story, _ = run(play_rounds(store, folder, texts, []))
-    # nine summaries exceed the eight allowed, so the oldest five are folded and four kept
+    # rounds 1-4 and 5-8 are remembered in two batches (the default batch, gm.memory); eight summaries
+    # that came four at a time exceed the five then allowed, so the oldest four are folded and four kept
     folded = store.story(story)
-    assert folded.summary_through == 5
-    expected = " ".join(f"Round {n}: I wait, hour {n}. Nothing was at stake." for n in range(1, 6))
+    assert folded.summary_through == 4
+    expected = " ".join(f"Round {n}: I wait, hour {n}. Nothing was at stake." for n in range(1, 5))
     assert folded.summary == "(rehearsal) " + expected
 
 

@@ -403,7 +403,8 @@ def test_a_second_round_of_the_same_story_at_once_is_refused(store: Store, harbo
 
 
 def test_memory_that_fails_is_written_after_a_later_round(store: Store, harbor: Path) -> None:
-    memory = [http_error(400, "bad"), reply("Round one, remembered late."), reply("Round two.")]
+    # Round 1's memory fails; after round 2, the two rounds are remembered in one call (gm.memory's batch).
+    memory = [http_error(400, "bad"), reply("Round 1: Round one, remembered late.\nRound 2: Round two.")]
 
     async def play() -> Any:
         async with table(store, [reply("One."), reply("Two.")], memory, transport="http") as t:

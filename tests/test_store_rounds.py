@@ -61,9 +61,9 @@ def test_a_rolled_round_takes_five_transactions_and_a_plain_one_four(store: Stor
             return rolled, plain
 
     rolled, plain = asyncio.run(play())
-    # and one connection, committing nothing, for what the game master is shown of the past (gm.memory.recall)
-    assert rolled == {"commits": 5, "checkouts": 6}
-    assert plain == {"commits": 4, "checkouts": 5}
+    # and two connections, committing nothing, for what the game master is shown of the past (gm.memory.recall)
+    assert rolled == {"commits": 5, "checkouts": 7}
+    assert plain == {"commits": 4, "checkouts": 6}
 
 
 def test_a_roll_is_committed_before_the_model_hears_of_it(store: Store, database_url: str, harbor: Path) -> None:
