@@ -18,7 +18,8 @@ Scripts (`--script`):
 
 Besides `POST /v1/chat/completions` it answers `GET /bench/stats` (JSON: requests served, the calls
 counted per marker, memory-keeper calls, its own CPU seconds, requests in flight and seconds since
-the last one) and `POST /bench/reset` (forget the counts).
+the last one) and `POST /bench/reset` (forget the counts; with a body `{"delay": seconds}`, answer after that delay from
+now on).
 
 Run by the benchmarks, not by hand: `python bench/fake_server.py --script serve --delay 0.05` prints
 `PORT <n>` on its first line and serves until its standard input closes.
@@ -126,8 +127,8 @@ class Fake:
                     % (status, b"OK" if status == 200 else b"ERROR", len(answer), answer)
                 )
                 await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return  # the client went, or the benchmark is over
         finally:
             writer.close()
 
@@ -142,8 +143,10 @@ class Fake:
                 "failures": self.model.failures[:10],
             }
             return 200, json.dumps(stats).encode()
-        if path == "/bench/reset":
+        if path == "/bench/reset":  # forget the counts; a body {"delay": seconds} sets the delay from now on
             self._reset()
+            if body:
+                self.delay = float(json.loads(body)["delay"])
             return 200, b"{}"
         self.in_flight += 1
         self.last_seen = time.monotonic()
