@@ -87,6 +87,7 @@ QUICK_PLAYERS_SECONDS = 15.0
 MAX_ROUNDS_PER_STORY = 1000
 DELAY = 0.05
 REQUEST_SECONDS = 120.0
+GRACE_SECONDS = 30.0  # after the scenario's time, rounds still waiting this long are given up on (and reported)
 PROBE_EVERY = 0.05
 CREATORS = 20  # connections creating a scenario's stories before its clock starts
 LEVEL_INDEX = itertools.count()  # one marker space for every scenario of the run
@@ -119,6 +120,7 @@ class Result:
     bench_cpu: float = 0.0
     fake_cpu: float = 0.0
     probe: list[float] = field(default_factory=list)
+    unfinished: list[float] = field(default_factory=list)  # seconds waited by rounds given up on at the end
     calls: dict[str, list[int]] = field(default_factory=dict)
     keeper_calls: int = 0
     delay: float = 0.0
@@ -131,6 +133,8 @@ class Result:
             if master != (2 if played.number % 2 else 1):
                 odd.append(f"{played.marker}: {master} game-master calls")
             values.append(played.seconds - self.delay * (master + judge))
+        # A round given up on gained at least what it waited beyond the most its model calls could take (3).
+        values += [waited - 3 * self.delay for waited in self.unfinished]
         return values, odd
 
 
@@ -163,6 +167,7 @@ async def scenario(
     seconds: float,
     think: float | None,
     delay: float,
+    grace: float = GRACE_SECONDS,
 ) -> Result:
     """`clients` stories on the first `processes` servers: back to back (think None), or players who think."""
     servers = setup.servers[:processes]
@@ -176,17 +181,18 @@ async def scenario(
 
     async def story(index: int, server: Server, story_id: str, token: str, start: float, deadline: float) -> None:
         connection = Connection(server.port)
+        waiting = 0.0  # when the round in flight was sent, if one is
         try:
             await asyncio.sleep(max(0.0, start - time.perf_counter()))
             number = 1
             while time.perf_counter() < deadline and number <= MAX_ROUNDS_PER_STORY:
                 marker = f"[L{level} s{index} r{number}]"
                 text = f"{marker} I work at the strongroom lock, quietly."
-                sent = time.perf_counter()
+                sent = waiting = time.perf_counter()
                 status, body = await connection.request(
                     "POST", f"/api/stories/{story_id}/messages", {"text": text}, token
                 )
-                took = time.perf_counter() - sent
+                took, waiting = time.perf_counter() - sent, 0.0
                 if status != 200:
                     result.errors.append(f"{marker}: {status} {body}")
                     break
@@ -197,6 +203,9 @@ async def scenario(
                     await asyncio.sleep(think * rng.uniform(0.5, 1.5))
         except (OSError, asyncio.IncompleteReadError, ValueError) as error:
             result.errors.append(f"story {index}: {type(error).__name__}: {error}")
+        except asyncio.CancelledError:  # given up on after the grace time
+            if waiting:
+                result.unfinished.append(time.perf_counter() - waiting)
         finally:
             connection.close()
             ends.append(time.perf_counter())
@@ -229,7 +238,10 @@ async def scenario(
         for i, (server, sid, token) in enumerate(stories)
     ]
     prober = asyncio.create_task(probe())
-    await asyncio.wait(tasks, timeout=ramp + seconds + REQUEST_SECONDS)
+    _, pending = await asyncio.wait(tasks, timeout=ramp + seconds + grace)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
     finished.set()
     await prober
     result.wall = (max(ends) if ends else time.perf_counter()) - began - ramp
@@ -259,6 +271,10 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.1f}"
 
 
+def given_up(result: Result) -> str:
+    return f" (+{len(result.unfinished):,} given up)" if result.unfinished else ""
+
+
 def rate(result: Result) -> float:
     return len(result.played) / result.wall if result.wall > 0 else 0.0
 
@@ -275,7 +291,8 @@ def table(results: Sequence[Result]) -> str:
         probe = f"{ms(statistics.median(r.probe))} / {ms(percentile(r.probe, 0.99))}" if r.probe else "-"
         middle = f"{ms(statistics.median(added))} | {ms(percentile(added, 0.99))}" if added else "- | -"
         lines.append(
-            f"| {r.variant} | {r.database} | {r.processes} | {what} | {len(r.played):,} | {rate(r):.1f} | {middle} "
+            f"| {r.variant} | {r.database} | {r.processes} | {what} | {len(r.played):,}{given_up(r)} | {rate(r):.1f} "
+            f"| {middle} "
             f"| {probe} | {r.server_cpu * 100:.0f}% | {r.bench_cpu * 100:.0f}% | {r.fake_cpu * 100:.0f}% |"
         )
     return "\n".join(lines)
@@ -460,7 +477,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(scaling_table(results, arguments.processes) + "\n")
     print(
         "Added latency = the round's latency at the client - the fake's delay x the model calls the round made "
-        "(game master and judge). CPU = CPU time / wall time (100% = one core): the `gm serve` processes, this "
+        f"(game master and judge); a round still unanswered {GRACE_SECONDS:.0f} s after the scenario's time is given "
+        "up on, counted in the percentiles as its wait less 3 delays. CPU = CPU time / wall time (100% = one "
+        "core): the `gm serve` processes, this "
         "process (clients and probe), the fake's process. Probe = `GET /api/none` every 50 ms.\n"
     )
     keeper = ", ".join(f"{r.variant} {r.database} {r.kind} {r.clients}: {r.keeper_calls:,}" for r in results)
