@@ -313,7 +313,7 @@ def scaling_table(results: Sequence[Result], processes: int) -> str:
         )
         lines.append(
             f"| {many.variant} | {many.database} | {many.kind}, {many.clients:,} | {rate(one):.1f} | {rate(many):.1f} "
-            f"| {rate(many) / rate(one):.2f}x | {ms(percentile(one.added()[0], 0.99))} "
+            f"| {rate(many) / rate(one) if rate(one) else float('nan'):.2f}x | {ms(percentile(one.added()[0], 0.99))} "
             f"| {ms(percentile(many.added()[0], 0.99))} |"
         )
     return "\n".join(lines)
