@@ -46,6 +46,7 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -342,10 +343,15 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return arguments
 
 
+def _stop_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     if sys.argv[1:2] == ["--child"]:
         asyncio.run(player(*sys.argv[2:6]))
         return
+    signal.signal(signal.SIGTERM, _stop_on_term)  # children and databases are cleaned up on kill too
     arguments = parse_arguments(argv)
     rounds: int = arguments.rounds
     variants = {"after": sys.executable}

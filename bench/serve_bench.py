@@ -66,6 +66,7 @@ import math
 import os
 import platform
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -447,7 +448,12 @@ async def run_all(arguments: argparse.Namespace, folder: Path) -> tuple[list[Res
     return results, pythons
 
 
+def _stop_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    signal.signal(signal.SIGTERM, _stop_on_term)  # children and databases are cleaned up on kill too
     arguments = parse_arguments(argv)
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="gm-serve-bench-") as name:
