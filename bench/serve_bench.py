@@ -17,8 +17,9 @@ text (1 call). The fake counts the game-master and judge calls of each marker.
 
 Scenarios, each on each database:
 
-- Backlogged: 1, 10 and 100 stories at once, each playing rounds back to back for `--seconds`
-  (default 12) on one process. This is the server's throughput when it is the bottleneck.
+- Backlogged: 1, 10 and 100 stories at once (`--levels`; `--levels` alone skips them), each
+  playing rounds back to back for `--seconds` (default 12) on one process. This is the server's
+  throughput when it is the bottleneck.
 - Players (`--players 1000 --think 10 --model-latency 1`): each player sends a message, waits for
   the answer, then thinks for a random pause drawn uniformly from 0.5x to 1.5x `--think` seconds
   (mean `--think`) before the next, as a person would. The players start spread over the first
@@ -367,7 +368,7 @@ async def run_database(setups: list[Setup], fake: Fake, arguments: argparse.Name
             )
 
     for setup in setups:  # imports, pools, caches: not reported
-        warm = await scenario(setup, fake, len(setup.servers), 2 * len(setup.servers), 1.0, None, arguments.delay)
+        warm = await scenario(setup, fake, len(setup.servers), 2 * len(setup.servers), 1.0, None, arguments.delay, 60.0)
         if warm.errors:
             raise RuntimeError(f"warm-up failed: {warm.errors[:3]}\n{setup.servers[0].output()}")
     for count in arguments.levels:
@@ -375,7 +376,7 @@ async def run_database(setups: list[Setup], fake: Fake, arguments: argparse.Name
     if arguments.players:
         await each(1, arguments.players, arguments.players_seconds, arguments.think)
     processes = max(len(setup.servers) for setup in setups)
-    if processes > 1:
+    if processes > 1 and arguments.levels:
         await each(processes, max(arguments.levels), arguments.seconds, None)
         if arguments.players:
             await each(processes, arguments.players, arguments.players_seconds, arguments.think)
@@ -389,7 +390,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "--seconds", type=float, help=f"how long each backlogged level plays (default {FULL_SECONDS:.0f})"
     )
     parser.add_argument(
-        "--levels", type=int, nargs="+", default=list(LEVELS), help="stories at once (default 1 10 100)"
+        "--levels", type=int, nargs="*", default=list(LEVELS), help="stories at once (default 1 10 100; none: skip)"
     )
     parser.add_argument("--delay", type=float, default=DELAY, help=f"the fake's delay, backlogged ({DELAY} s)")
     parser.add_argument("--players", type=int, default=0, help="players who think between messages (0: none)")
@@ -461,7 +462,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("# gm serve load benchmark\n")
     print(
         f"`gm serve` processes (uvicorn, one worker each): {', '.join(f'{k} = `{v}`' for k, v in pythons.items())}. "
-        f"Backlogged: 1, 10 and 100 stories, rounds back to back for {arguments.seconds:.0f} s, the fake answering "
+        f"Backlogged: {', '.join(map(str, arguments.levels)) or 'none'} stories, rounds back to back for "
+        f"{arguments.seconds:.0f} s, the fake answering "
         f"after {arguments.delay * 1000:.0f} ms. "
         + (
             f"Players: {arguments.players:,}, thinking {arguments.think:g} s on average (uniform 0.5x-1.5x) between "
