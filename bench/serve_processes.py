@@ -41,6 +41,23 @@ class Connection:
         self.writer: asyncio.StreamWriter | None = None
 
     async def request(self, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+        """Send one request and read its answer; a kept connection the server closed meanwhile is opened again.
+
+        uvicorn closes a connection idle for 5 s (a player thinking): if the answer's first byte never
+        comes on a reused connection, the server never read the request, and it is sent again on a new one.
+        """
+        reused = self.writer is not None and self.reader is not None and not self.reader.at_eof()
+        if not reused:
+            self.close()
+        try:
+            return await self._exchange(method, path, body, token)
+        except (asyncio.IncompleteReadError, ConnectionError) as error:
+            self.close()
+            if not reused or (isinstance(error, asyncio.IncompleteReadError) and error.partial):
+                raise
+            return await self._exchange(method, path, body, token)
+
+    async def _exchange(self, method: str, path: str, body: Any, token: str | None) -> tuple[int, Any]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 22)
         assert self.reader is not None
