@@ -91,7 +91,7 @@ def workers(tmp_path: Path, worlds: Path, database_url: str, model: FakeModel) -
         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
-        while len(children(process.pid)) < 2 or not all(answers(port) for _ in range(4)):
+        while len(worker_pids(process.pid)) < 2 or not all(answers(port) for _ in range(4)):
             assert process.poll() is None, f"gm serve exited:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"gm serve --workers 2 did not answer:\n{log.read_text()}"
             time.sleep(0.2)
@@ -140,6 +140,18 @@ def children(parent: int) -> list[int]:
     return found
 
 
+def worker_pids(supervisor: int) -> list[int]:
+    """uvicorn's worker processes (started by multiprocessing's spawn), not its other helpers."""
+    pids = []
+    for pid in children(supervisor):
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                pids.append(pid)
+        except OSError:
+            continue  # gone since it was listed
+    return pids
+
+
 def owner(connection: http.client.HTTPConnection, port: int, supervisor: int) -> int:
     """The process holding the server's end of `connection`: its socket's inode, found among their descriptors."""
     assert connection.sock is not None
@@ -169,40 +181,41 @@ def owner(connection: http.client.HTTPConnection, port: int, supervisor: int) ->
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_two_workers_play_one_story_between_them(workers: tuple[int, int], model: FakeModel) -> None:
     port, supervisor = workers
-    # The kernel hands a new connection to whichever worker accepts first, which is mostly the one that
-    # answered last; so the first worker is paused (SIGSTOP) while a second connection is accepted.
-    first = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_SECONDS)
-    opened = [first]
-    assert send(first, "GET", "/api/worlds")[0] == 200
-    by_worker = {owner(first, port, supervisor): first}
-    [paused] = by_worker
-    os.kill(paused, signal.SIGSTOP)
-    try:
-        second = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_SECONDS)
-        opened.append(second)
-        assert send(second, "GET", "/api/worlds")[0] == 200
-        by_worker.setdefault(owner(second, port, supervisor), second)
-    finally:
-        os.kill(paused, signal.SIGCONT)
-    try:
-        assert len(by_worker) == 2, "the second connection was answered by the paused worker"
-        status, created = send(first, "POST", "/api/stories", {"world": "harbour"})
-        assert status == 201, created
-        story, token = created["story"]["id"], created["token"]
-        # Rounds of one story through each worker in turn: each reads what the other wrote.
-        status, rolled = send(second, "POST", f"/api/stories/{story}/messages", {"text": ROLL_TEXT}, token)
-        assert status == 200, rolled
-        [roll] = rolled["round"]["rolls"]
-        status, plain = send(first, "POST", f"/api/stories/{story}/messages", {"text": "I wait by the gate."}, token)
-        assert status == 200, plain
-        assert (rolled["round"]["number"], plain["round"]["number"]) == (1, 2)
-        for connection in (first, second):
-            status, shown = send(connection, "GET", f"/api/stories/{story}", token=token)
-            assert status == 200, shown
-            assert [r["number"] for r in shown["rounds"]] == [1, 2]
-            assert shown["rounds"][0]["rolls"] == [roll]
-            assert shown["rounds"][1]["narration"] == "The harbour answers: I wait by the gate."
-    finally:
-        for connection in opened:
+    pids = worker_pids(supervisor)
+    assert len(pids) == 2, f"gm serve --workers 2 runs {len(pids)} worker processes"
+
+    def through(worker: int, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+        """One request on a new connection that `worker` accepted: the kernel hands a new connection to whichever
+        worker accepts it first, so the other is paused (SIGSTOP) until this one has. A new connection for each
+        request, since uvicorn closes one left idle for 5 s, which a loaded machine can take between two steps."""
+        [other] = [pid for pid in pids if pid != worker]
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_SECONDS)
+        try:
+            os.kill(other, signal.SIGSTOP)
+            try:
+                assert send(connection, "GET", "/api/worlds")[0] == 200
+            finally:
+                os.kill(other, signal.SIGCONT)
+            assert owner(connection, port, supervisor) == worker
+            return send(connection, method, path, body, token)
+        finally:
             connection.close()
+
+    first, second = pids
+    status, created = through(first, "POST", "/api/stories", {"world": "harbour"})
+    assert status == 201, created
+    story, token = created["story"]["id"], created["token"]
+    # Rounds of one story through each worker in turn: each reads what the other wrote.
+    status, rolled = through(second, "POST", f"/api/stories/{story}/messages", {"text": ROLL_TEXT}, token)
+    assert status == 200, rolled
+    [roll] = rolled["round"]["rolls"]
+    status, plain = through(first, "POST", f"/api/stories/{story}/messages", {"text": "I wait by the gate."}, token)
+    assert status == 200, plain
+    assert (rolled["round"]["number"], plain["round"]["number"]) == (1, 2)
+    for worker in pids:
+        status, shown = through(worker, "GET", f"/api/stories/{story}", token=token)
+        assert status == 200, shown
+        assert [r["number"] for r in shown["rounds"]] == [1, 2]
+        assert shown["rounds"][0]["rolls"] == [roll]
+        assert shown["rounds"][1]["narration"] == "The harbour answers: I wait by the gate."
     model.assert_done()  # every request and answer matched OpenAI's schemas
