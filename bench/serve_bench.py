@@ -461,10 +461,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         results, pythons = asyncio.run(run_all(arguments, Path(name)))
     print("# gm serve load benchmark\n")
     print(
-        f"`gm serve` processes (uvicorn, one worker each): {', '.join(f'{k} = `{v}`' for k, v in pythons.items())}. "
-        f"Backlogged: {', '.join(map(str, arguments.levels)) or 'none'} stories, rounds back to back for "
-        f"{arguments.seconds:.0f} s, the fake answering "
-        f"after {arguments.delay * 1000:.0f} ms. "
+        f"`gm serve` processes (uvicorn, one worker each): {', '.join(f'{k} = `{v}`' for k, v in pythons.items())}. "(
+            f"Backlogged: {', '.join(map(str, arguments.levels))} stories, rounds back to back for "
+            f"{arguments.seconds:.0f} s, the fake answering after {arguments.delay * 1000:.0f} ms. "
+            if arguments.levels
+            else ""
+        )
         + (
             f"Players: {arguments.players:,}, thinking {arguments.think:g} s on average (uniform 0.5x-1.5x) between "
             f"messages, the fake answering after {arguments.model_latency:g} s, measured over "
