@@ -461,7 +461,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         results, pythons = asyncio.run(run_all(arguments, Path(name)))
     print("# gm serve load benchmark\n")
     print(
-        f"`gm serve` processes (uvicorn, one worker each): {', '.join(f'{k} = `{v}`' for k, v in pythons.items())}. "(
+        f"`gm serve` processes (uvicorn, one worker each): {', '.join(f'{k} = `{v}`' for k, v in pythons.items())}. "
+        + (
             f"Backlogged: {', '.join(map(str, arguments.levels))} stories, rounds back to back for "
             f"{arguments.seconds:.0f} s, the fake answering after {arguments.delay * 1000:.0f} ms. "
             if arguments.levels
