@@ -129,7 +129,9 @@ class Game:
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
             clock=0 if world.calendar is not None else None,  # the calendar's start date and time
         )
-        return self.store.create_story(story, first_seed() if fair else None).id
+        story_id = self.store.create_story(story, first_seed() if fair else None).id
+        self._worlds.put(story_id, world)  # built from the very data stored: its first round need not rebuild it
+        return story_id
 
     def world(self, story_id: str) -> World:
         """The story's world, rebuilt from the definitions copied in at its start.
@@ -142,6 +144,17 @@ class Game:
         if world is None:
             story = self.store.story(story_id)
             world = world_from_data(story.world_data, story.dice_data)
+            self._worlds.put(story_id, world)
+        return world
+
+    async def world_of(self, story_id: str) -> World:
+        """`world` for async code: a cached world at once, else read off the loop (Store.off_loop) and checked
+        in another thread (raises StoryNotFound). The check takes milliseconds: on the loop, a server's
+        other stories would wait on it, and on SQLite's one database thread, their database work."""
+        world = self._worlds.get(story_id)
+        if world is None:
+            story = await self.store.off_loop(self.store.story, story_id)
+            world = await asyncio.to_thread(world_from_data, story.world_data, story.dice_data)
             self._worlds.put(story_id, world)
         return world
 
@@ -163,7 +176,7 @@ class Game:
         result = await play_round(
             self.store,
             story_id,
-            world := self.world(story_id),  # also raises StoryNotFound for an unknown id
+            world := await self.world_of(story_id),  # also raises StoryNotFound for an unknown id
             self._model_for(world),
             text,
             settings=self.settings,
@@ -187,7 +200,7 @@ class Game:
         result = await continue_round(
             self.store,
             story_id,
-            world := self.world(story_id),
+            world := await self.world_of(story_id),
             self._model_for(world),
             faces,
             settings=self.settings,
@@ -219,7 +232,7 @@ class Game:
         result = await play_round(
             self.store,
             story_id,
-            world := self.world(story_id),  # also raises StoryNotFound for an unknown id
+            world := await self.world_of(story_id),  # also raises StoryNotFound for an unknown id
             self._model_for(world),
             "",
             settings=self.settings,

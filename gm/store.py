@@ -14,7 +14,6 @@ row, taken with one conditional UPDATE, holds across processes on SQLite and Pos
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import sqlite3
@@ -46,6 +45,7 @@ from gm.records import (
     model_call_from,
 )
 from gm.text import storable, unstorable
+from gm.workers import SERVER_THREADS, workers_for
 
 __all__ = [
     "AmbiguousStory",
@@ -114,7 +114,11 @@ def make_engine(url: str) -> Engine:
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+        # A connection for each worker thread (gm.workers), and as many again for the web app's own threads.
+        # pre_ping runs in those threads, never on the event loop; it costs a round trip per checkout and
+        # turns a connection a restarted server dropped into a new one, rather than a failed round.
+        pool = {"pool_size": SERVER_THREADS, "max_overflow": SERVER_THREADS}
+        return create_engine(url, pool_pre_ping=True, hide_parameters=True, **pool)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
 
     @event.listens_for(engine, "connect")
@@ -144,12 +148,10 @@ class Store:
         upgrade(self.engine)  # to the newest schema: gm/migrations
 
     async def off_loop(self, work: Callable[..., T], *arguments: Any) -> T:
-        """Run blocking database work for async code: in a worker thread for a database server, so other
-        stories go on meanwhile; inline for SQLite, whose single writer would only make threads queue
-        (measured in bench/serve_bench.py: threads cost SQLite a quarter of its rounds per second)."""
-        if self.engine.dialect.name == "sqlite":
-            return work(*arguments)
-        return await asyncio.to_thread(work, *arguments)
+        """Run blocking database work for async code in the engine's worker threads (gm.workers), never on the
+        event loop: one thread for SQLite, whose single writer would only make more of them queue, and a
+        pool of them for a database server, so other stories and requests go on meanwhile."""
+        return await workers_for(self.engine).run(work, *arguments)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import gm.game
 from gm.game import Game, StoryLocks
 from gm.lru import LRU
 from gm.rehearsal import RehearsalModel
@@ -34,6 +35,22 @@ def test_a_game_keeps_the_worlds_of_the_stories_played_most_recently(sqlite: Sto
     assert first in game._worlds and third in game._worlds and second not in game._worlds
     assert game.world(second).title == world.title  # rebuilt from the store when played again
     assert len(game._worlds) == 2
+
+
+def test_a_story_started_keeps_its_world_so_its_first_round_does_not_check_it_again(
+    sqlite: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = load_world(harbor)
+    game = Game(RehearsalModel(world), sqlite)
+    story = game.begin(world)
+    built: list[object] = []
+    monkeypatch.setattr(gm.game, "world_from_data", lambda *data: built.append(data))
+    assert asyncio.run(game.world_of(story)) is world
+    assert built == []
+    other = Game(RehearsalModel(world), sqlite)  # another process: it builds the world once, then keeps it
+    monkeypatch.undo()
+    assert asyncio.run(other.world_of(story)).world_data == world.world_data
+    assert asyncio.run(other.world_of(story)) is asyncio.run(other.world_of(story))
 
 
 def test_no_memory_lock_outlives_its_round(sqlite: Store, harbor: Path) -> None:

@@ -112,9 +112,9 @@ def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPubl
 @router.post("/stories/{story_id}/end", responses=errors(401, 404, 409))
 async def end_story(story_id: str, app: ServiceDep, token: TokenDep) -> StoryPublic:
     """End the story: its secret rolls are shown, and it plays no more rounds (409 while a round waits for dice)."""
-    app.story(story_id, token)
+    await app.check_token(story_id, token)
     await app.game.end(story_id)
-    return _story(app, story_id)
+    return await app.game.store.off_loop(_story, app, story_id)
 
 
 @router.put("/stories/{story_id}/settings", responses=errors(401, 404, 422))
@@ -128,14 +128,14 @@ def change_settings(story_id: str, body: SettingsIn, app: ServiceDep, token: Tok
 @router.post("/stories/{story_id}/messages", responses=errors(401, 404, 409, 422, 502))
 async def send_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> PlayedOut:
     """Play a round with what the player typed; the answer is the round, as in the transcript."""
-    app.story(story_id, token)
+    await app.check_token(story_id, token)
     return await _play(app, story_id, body.text, None)
 
 
 @router.post("/stories/{story_id}/regenerate", responses=errors(401, 404, 409, 502))
 async def regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> PlayedOut:
     """A new narration of the last round; its rolls are kept (409 before any round)."""
-    app.story(story_id, token)
+    await app.check_token(story_id, token)
     return await _play(app, story_id, "/regenerate", None)
 
 
@@ -143,7 +143,7 @@ async def regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> PlayedO
 async def send_faces(story_id: str, body: FacesIn, app: ServiceDep, token: TokenDep) -> PlayedOut:
     """The faces the player rolled at the table for the check its round waits on; the round then goes on
     (400 with one sentence for faces that do not answer the question, which stands; 409 if none waits)."""
-    app.story(story_id, token)
+    await app.check_token(story_id, token)
     return played(await app.game.answer(story_id, body.faces), None)
 
 
@@ -154,8 +154,8 @@ async def send_faces(story_id: str, body: FacesIn, app: ServiceDep, token: Token
 )
 async def stream_faces(story_id: str, body: FacesIn, app: ServiceDep, token: TokenDep) -> EventStream:
     """The faces, with the rest of the round as server-sent events; faces that do not answer are a 400 before it."""
-    app.story(story_id, token)
-    question = question_of(app.game.store, story_id)
+    await app.check_token(story_id, token)
+    question = await app.game.store.off_loop(question_of, app.game.store, story_id)
     if question is None:
         raise Conflict(NOTHING_WAITING)
     read_faces(body.faces, question)  # a wrong answer is a 400 before any stream starts
@@ -165,7 +165,7 @@ async def stream_faces(story_id: str, body: FacesIn, app: ServiceDep, token: Tok
 @router.post("/stories/{story_id}/abandon", responses=errors(401, 404, 409))
 async def abandon(story_id: str, app: ServiceDep, token: TokenDep) -> AbandonedOut:
     """Drop the round waiting for the player's dice (409 if none waits); its rolls stay in the story."""
-    app.story(story_id, token)
+    await app.check_token(story_id, token)
     return AbandonedOut(round=await app.game.abandon(story_id))
 
 
@@ -177,7 +177,7 @@ async def abandon(story_id: str, app: ServiceDep, token: TokenDep) -> AbandonedO
 async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> EventStream:
     """The same round as server-sent events: working, roll, refusal, narration, then done or failed
     (409 before any stream for a story that has ended, or whose round waits for the player's dice)."""
-    refuse_before_stream(app, app.story(story_id, token))
+    await app.game.store.off_loop(streamable, app, story_id, token)
     parse_or_refuse(body.text)  # bad commands are a 400 before any stream starts
     return _stream(app, story_id, lambda events: _play(app, story_id, body.text, events))
 
@@ -189,17 +189,19 @@ async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token:
 )
 async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> EventStream:
     """A new telling of the last round as server-sent events; 409 before any round, as without the stream."""
-    story = app.story(story_id, token)
-    if story.rounds == 0:
-        raise Conflict(NOTHING_TO_REGENERATE)
-    refuse_before_stream(app, story)
+    await app.game.store.off_loop(streamable, app, story_id, token, True)
     return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
 
 
-def refuse_before_stream(app: Service, story: Story) -> None:
-    """What would stop a round at its start is a 409 before a stream starts, not a `failed` event in it."""
+def streamable(app: Service, story_id: str, token: str | None, regenerating: bool = False) -> Story:
+    """The story, if the token opens it and a round of it could start now (it reads the database: run it off
+    the loop). What would stop a round at its start is a 409 before a stream starts, not a `failed` event in it."""
+    story = app.story(story_id, token)
+    if regenerating and story.rounds == 0:
+        raise Conflict(NOTHING_TO_REGENERATE)
     refuse_if_ended(story)
     refuse_if_waiting(app.game.store, story.id)
+    return story
 
 
 def parse_or_refuse(text: str) -> Any:

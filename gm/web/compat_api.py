@@ -133,16 +133,16 @@ class ChatPlay:
         self.app = app
         self.name = name
         self.chat = chat
-        if name.world not in app.world_names():  # a 404 before anything is written; loaded only to start a story
-            raise NotFound(f"there is no model '{model_id(name.world)}'; GET /v1/models lists gm's models")
 
     async def prepare(self) -> Prepared:
         """The chat's story and its token: the one its newest marker opens, or a new one for a new chat
-        (None for an Open WebUI background task, which plays nothing). Its database work runs off the
-        event loop (`Store.off_loop`), as a round's does."""
+        (None for an Open WebUI background task, which plays nothing). Its work, the worlds folder's and
+        the database's, runs off the event loop (`Store.off_loop`), as a round's does."""
         return await self.app.game.store.off_loop(self._prepare)
 
     def _prepare(self) -> Prepared:
+        if self.name.world not in self.app.world_names():  # a 404 before anything is written
+            raise NotFound(f"there is no model '{model_id(self.name.world)}'; GET /v1/models lists gm's models")
         if self.chat.is_task:
             return None
         if self.chat.answered:
@@ -169,21 +169,13 @@ class ChatPlay:
 
     async def run(self, prepared: Prepared) -> str:
         """The answer's text: a command's, or the round's narration with its cards, and the marker."""
-        if prepared is None:
-            return task_answer(self.app.world(self.name.world).title)
-        story, token = prepared
         game = self.app.game
-        command = chat_command(self.chat.player_text)
+        command = chat_command(self.chat.player_text) if prepared is not None else None
+        if prepared is None or _plays_no_round(command):
+            return await game.store.off_loop(self._answer_command, prepared, command)
+        story, token = prepared
         facts = (notes_fact(self.chat.notes),) if self.chat.notes else ()
-        if command is START:
-            return self._opening(story) + "\n\n" + marker_text(story.id, token, story.rounds)
-        if isinstance(command, SetDice):
-            game.store.update_settings(story.id, {"dice": command.setting})
-            return f"Dice are {command.setting} from now on.\n\n" + marker_text(story.id, token, story.rounds)
-        if isinstance(command, Simple) and command.name != "regenerate":
-            return self._simple(command.name, story) + "\n\n" + marker_text(story.id, token, story.rounds)
-        swipe = await game.store.off_loop(self._is_swipe, story)
-        notice = await game.store.off_loop(self._notice, story, swipe)
+        swipe, notice = await game.store.off_loop(self._swipe_and_notice, story)
         result: RoundResult | RoundPaused
         if isinstance(command, Simple) or swipe:
             result = await game.regenerate(story.id, facts=facts)
@@ -194,10 +186,29 @@ class ChatPlay:
             result = await game.play(story.id, command.text, facts=facts)
         if isinstance(result, RoundPaused):  # chat stories are started rolling by the engine (dice at the table: /api)
             raise Conflict("this story waits for dice rolled at the table, which a chat front end cannot send")
-        dice = game.store.story(story.id).settings.get("dice", "shown")
+        dice = (await game.store.off_loop(game.store.story, story.id)).settings.get("dice", "shown")
         return answer_text(
             result.narration, result.rolls, dice, marker_text(story.id, token, result.number), notice=notice
         )
+
+    def _answer_command(self, prepared: Prepared, command: Command | object) -> str:
+        """The answer to a background task or to a command that plays no round (it reads the worlds folder or
+        the database: run it off the loop)."""
+        if prepared is None:
+            return task_answer(self.app.world(self.name.world).title)
+        story, token = prepared
+        if command is START:
+            return self._opening(story) + "\n\n" + marker_text(story.id, token, story.rounds)
+        if isinstance(command, SetDice):
+            self.app.game.store.update_settings(story.id, {"dice": command.setting})
+            return f"Dice are {command.setting} from now on.\n\n" + marker_text(story.id, token, story.rounds)
+        assert isinstance(command, Simple)
+        return self._simple(command.name, story) + "\n\n" + marker_text(story.id, token, story.rounds)
+
+    def _swipe_and_notice(self, story: Story) -> tuple[bool, str]:
+        """Whether the request is a swipe, and the notice of an edited history to put before the answer."""
+        swipe = self._is_swipe(story)
+        return swipe, self._notice(story, swipe)
 
     def _is_swipe(self, story: Story) -> bool:
         """A swipe: the history stops before the newest round's answer and ends with that round's player text."""
@@ -262,6 +273,13 @@ def chat_command(text: str) -> Command | object:
     if command is None:
         raise CompatError("the player's message is empty")
     return command
+
+
+def _plays_no_round(command: Command | object) -> bool:
+    """`/start`, `/dice ...` and the commands answered without the game master (all but `/regenerate`)."""
+    if command is START or isinstance(command, SetDice):
+        return True
+    return isinstance(command, Simple) and command.name != "regenerate"
 
 
 def _is_command(text: str) -> bool:

@@ -6,17 +6,19 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gm.errors import NotFound, Unauthorized
 from gm.game import Game
+from gm.lru import LRU
 from gm.problems import ProblemsError
 from gm.store import Story, StoryNotFound
 from gm.world import load_world
 from gm.worlddef import WORLD_FILE, World
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+CACHED_TOKENS = 4096  # stories whose token hash is kept (about 300 bytes each), so their rounds skip a database read
 
 
 def hash_token(token: str) -> str:
@@ -39,6 +41,8 @@ class Service:
     game: Game
     worlds_dir: Path
     api_token: str | None = None  # GM_API_TOKEN: when set, needed to create stories
+    # A story's token hash never changes, nor does a story go away, so a hash once read stays true.
+    _tokens: LRU[str, str] = field(default_factory=lambda: LRU(CACHED_TOKENS), repr=False)
 
     def world_names(self) -> list[str]:
         if not self.worlds_dir.is_dir():
@@ -74,9 +78,9 @@ class Service:
         settings = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
         if dice_from != "engine":
             settings["dice_from"] = dice_from
-        story_id = self.game.begin(
-            world, settings=settings, token_hash=hash_token(token), fair=fair, player_seed=player_seed
-        )
+        token_hash = hash_token(token)
+        story_id = self.game.begin(world, settings=settings, token_hash=token_hash, fair=fair, player_seed=player_seed)
+        self._tokens.put(story_id, token_hash)
         return story_id, token
 
     def check_api_token(self, given: str | None) -> None:
@@ -89,13 +93,41 @@ class Service:
             raise Unauthorized("the API token is wrong")
 
     def story(self, story_id: str, token: str | None) -> Story:
-        """The story, if the token opens it; an unknown id and a wrong token look the same from outside."""
+        """The story, if the token opens it; an unknown id and a wrong token look the same from outside.
+
+        Reads the database: async code calls `open_story` or `check_token` instead."""
         if token is None:
-            raise Unauthorized("this story needs its token (Authorization: Bearer ...)")
+            raise Unauthorized(NEEDS_TOKEN)
         try:
             story = self.game.store.story(story_id)
         except StoryNotFound:
             raise NotFound(f"there is no story '{story_id}' for this token") from None
-        if story.token_hash is None or not hmac.compare_digest(story.token_hash, hash_token(token)):
-            raise NotFound(f"there is no story '{story_id}' for this token")
+        if story.token_hash is not None:
+            self._tokens.put(story_id, story.token_hash)
+        _opens(story.token_hash, story_id, token)
         return story
+
+    async def open_story(self, story_id: str, token: str | None) -> Story:
+        """`story`, read in a worker thread (Store.off_loop), so the event loop never waits on the database."""
+        if token is None:
+            raise Unauthorized(NEEDS_TOKEN)
+        return await self.game.store.off_loop(self.story, story_id, token)
+
+    async def check_token(self, story_id: str, token: str | None) -> None:
+        """That the token opens the story (as `story`), without a database read for a story seen before."""
+        if token is None:
+            raise Unauthorized(NEEDS_TOKEN)
+        known = self._tokens.get(story_id)
+        if known is None:
+            await self.open_story(story_id, token)
+        else:
+            _opens(known, story_id, token)
+
+
+NEEDS_TOKEN = "this story needs its token (Authorization: Bearer ...)"
+
+
+def _opens(token_hash: str | None, story_id: str, token: str) -> None:
+    """`NotFound` unless `token` is the one whose hash the story keeps (a local story has none, and opens to none)."""
+    if token_hash is None or not hmac.compare_digest(token_hash, hash_token(token)):
+        raise NotFound(f"there is no story '{story_id}' for this token")

@@ -1,0 +1,81 @@
+"""The worker threads where async code's blocking work runs, so a server's event loop never waits on it.
+
+Every story a server plays shares one event loop: a commit, an fsync, a token look-up or a world
+checked on it stalls every other story and request meanwhile. So the database work of async code
+(`Store.off_loop`) runs here instead, each engine with its own workers:
+
+- SQLite: one thread. SQLite has a single writer, so more threads would only queue on its lock (and
+  lose time to it: measured in bench/serve_bench.py), while one thread keeps the loop free and the
+  writes in the order they were asked for. The sqlite3 module lets go of the GIL while SQLite works,
+  so the loop runs during every statement, commit and fsync.
+- A database server (PostgreSQL): `SERVER_THREADS` threads, and as many pooled connections for them
+  (`gm.store.make_engine`), so one slow statement or round trip never holds up the other stories.
+
+Work handed over keeps its order per caller (each awaits its own), and its error is raised in the
+caller; a cancelled caller waits for its work already running (`Workers.run`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+import weakref
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Engine
+
+T = TypeVar("T")
+
+# Per engine on a database server (its pool holds as many connections: gm.store.make_engine). Measured with
+# bench/serve_bench.py at 100 stories on PostgreSQL, side by side: 8 threads took the GIL from the event
+# loop so often that a probe request waited 840-1,180 ms at p99 (190 ms at p50), 4 threads 235-274 ms
+# (12-18 ms), 2 threads about 345 ms but played half the rounds; 4 played as many as 8.
+SERVER_THREADS = 4
+
+
+class Workers:
+    """A fixed set of named worker threads, started as work arrives and kept while their owner lives."""
+
+    def __init__(self, threads: int, name: str) -> None:
+        self.threads = threads
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+
+    async def run(self, work: Callable[..., T], *arguments: Any) -> T:
+        """`work(*arguments)` in a worker thread, with the caller's context variables (as `asyncio.to_thread`).
+
+        A caller cancelled meanwhile stops work not yet started; work already running is waited for before
+        the cancellation goes on, so what the caller does next (mark its attempt failed, release its lease)
+        comes after it, as it would if the work had run in the caller."""
+        call = functools.partial(contextvars.copy_context().run, work, *arguments)
+        future = self._executor.submit(call)
+        waited = asyncio.wrap_future(future)
+        try:
+            return await asyncio.shield(waited)
+        except asyncio.CancelledError:
+            if not future.cancel():  # running already: a transaction is never left half done by a cancel
+                await asyncio.wait([waited])
+            raise
+
+    def close(self) -> None:
+        """Let the threads go once the work handed over is done (they also go when this object is collected)."""
+        self._executor.shutdown(wait=False)
+
+
+_workers: weakref.WeakKeyDictionary[Engine, Workers] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def workers_for(engine: Engine) -> Workers:
+    """The engine's workers: one thread for SQLite, `SERVER_THREADS` for a database server.
+
+    Kept per engine (not per Store), so two stores on one engine share them, and dropped with the engine."""
+    with _lock:
+        found = _workers.get(engine)
+        if found is None:
+            threads = 1 if engine.dialect.name == "sqlite" else SERVER_THREADS
+            found = _workers[engine] = Workers(threads, f"gm-{engine.dialect.name}")
+        return found

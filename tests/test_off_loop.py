@@ -1,0 +1,241 @@
+"""Nothing blocks the event loop (issue 15): a round's database work, the routes' token look-ups, world
+validation and world files all run in worker threads, on SQLite and PostgreSQL.
+
+The watch records every statement, commit and pool checkout (where `pool_pre_ping` runs) made on a
+thread that is running an event loop, and every file opened or folder listed there. A server's
+stories all share that loop, so any of them stalls every other story and request meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rounds import narrate_roll, roll_mara, table
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from web import served_app
+
+from gm.game import Game
+from gm.round import RoundPaused, RoundResult, RoundSettings
+from gm.store import Store
+from gm.testing import reply, slow
+from gm.workers import SERVER_THREADS, Workers, workers_for
+
+# A heartbeat that beats during the slow step below, so the lease's renewal is watched too.
+BEATING = RoundSettings(lease_seconds=5.0, heartbeat_seconds=0.05)
+
+
+def on_loop() -> bool:
+    """Whether this thread is running an event loop just now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+@dataclass
+class Watch:
+    """What was done on an event loop's thread (it should stay empty), and how much was done off it."""
+
+    on_loop: list[str] = field(default_factory=list)
+    off_loop: int = 0
+    files: list[str] = field(default_factory=list)
+
+    def saw(self, what: str) -> None:
+        if on_loop():
+            self.on_loop.append(what)
+        else:
+            self.off_loop += 1
+
+
+_watches: list[Watch] = []
+_FILE_EVENTS = {"open", "os.listdir", "os.scandir"}
+
+
+def _audit(name: str, arguments: tuple[Any, ...]) -> None:
+    if _watches and name in _FILE_EVENTS and on_loop() and not _code(str(arguments[0] if arguments else "")):
+        for watch in _watches:
+            watch.files.append(f"{name} {arguments[0]}")
+
+
+def _code(path: str) -> bool:
+    """Python's own reading of code, once a process: a module imported late, or FastAPI finding a route's
+    source line on its first request. Not what is watched for here: data files, read on every request."""
+    return path.endswith((".py", ".pyc")) or os.path.isfile(os.path.join(path, "__init__.py"))
+
+
+# An audit hook cannot be removed again, so it is added once, and does nothing unless a test watches.
+sys.addaudithook(_audit)
+
+
+@contextmanager
+def watching(engine: Engine) -> Iterator[Watch]:
+    watch = Watch()
+
+    def statement(_connection: Any, _cursor: Any, text: str, *_rest: Any) -> None:
+        watch.saw(text.split(None, 1)[0])
+
+    def commit(_connection: Any) -> None:
+        watch.saw("COMMIT")
+
+    def checkout(*_arguments: Any) -> None:
+        watch.saw("pool checkout")
+
+    listeners = [(engine, "before_cursor_execute", statement), (engine, "commit", commit)]
+    listeners.append((engine.pool, "checkout", checkout))
+    for target, name, listener in listeners:
+        event.listen(target, name, listener)
+    _watches.append(watch)
+    try:
+        yield watch
+    finally:
+        _watches.remove(watch)
+        for target, name, listener in listeners:
+            event.remove(target, name, listener)
+
+
+def test_the_watch_sees_database_work_and_file_reading_on_the_loop(store: Store, tmp_path: Path) -> None:
+    """The check below can fail: work done on the loop is seen."""
+
+    async def blocking() -> None:
+        store.stories()
+        (tmp_path / "file").read_text()
+
+    (tmp_path / "file").write_text("x")
+    with watching(store.engine) as watch:
+        asyncio.run(blocking())
+    assert "SELECT" in watch.on_loop and "pool checkout" in watch.on_loop
+    assert any(str(tmp_path / "file") in opened for opened in watch.files)
+
+
+def test_rounds_do_their_database_work_off_the_event_loop(store: Store, harbor: Path) -> None:
+    """Every kind of round and what follows it: rolled, plain (with a lease heartbeat), regenerated, the memory
+    keeper, the story's end, a round paused for the player's dice and answered, and one abandoned. The
+    stories' worlds are not cached yet, so they are read and checked too."""
+    script = [roll_mara(), narrate_roll(), slow(reply("The tide turns."), 0.2), reply("Again, slower.")]
+    script += [roll_mara(), narrate_roll(), roll_mara()]
+
+    async def play() -> None:
+        async with table(store, script, faces=[15], settings=BEATING) as t:
+            story = t.game.start_story(harbor)
+            at_table = t.game.start_story(harbor, settings={"dice_from": "player"})
+            # Another process, as it were: the stories' worlds are not in its cache.
+            game = Game(t.master, store, memory_model=t.keeper, judge_model=t.judge, settings=BEATING)
+            game.source = t.game.source
+            with watching(store.engine) as watch:
+                assert isinstance(await game.play(story, "I pick the lock."), RoundResult)
+                assert isinstance(await game.play(story, "I wait."), RoundResult)
+                assert isinstance(await game.regenerate(story), RoundResult)
+                await game.settle()
+                await game.end(story)
+                assert isinstance(await game.play(at_table, "I pick it."), RoundPaused)
+                assert isinstance(await game.answer(at_table, "11"), RoundResult)
+                assert isinstance(await game.play(at_table, "Once more."), RoundPaused)
+                assert await game.abandon(at_table) == 2
+                await game.settle()
+            assert watch.on_loop == [], watch.on_loop
+            assert watch.files == [], watch.files
+            assert watch.off_loop > 50  # the work was watched, and done elsewhere
+
+    asyncio.run(play())
+
+
+def _events(text: str) -> list[str]:
+    return [line.removeprefix("event: ") for line in text.splitlines() if line.startswith("event: ")]
+
+
+@pytest.mark.parametrize("transport", ["function", "http"])
+def test_the_async_routes_do_no_database_work_and_read_no_files_on_the_loop(
+    store: Store, harbor: Path, tmp_path: Path, transport: Any
+) -> None:
+    """Each async route of the story API and of the chat endpoint: its token look-up, its world (from the
+    database, and from the worlds folder for the chat endpoint) and its round, all off the loop."""
+    worlds = tmp_path / "worlds"
+    worlds.mkdir()
+    shutil.copytree(harbor, worlds / "harbour")
+    script = [reply("Quiet."), reply("Quieter."), reply("Streamed."), reply("Streamed again."), reply("Chat one.")]
+    script += [reply("Chat two."), roll_mara(), narrate_roll(), roll_mara()]
+    with served_app(store, worlds, script, faces=[], transport=transport) as (client, _):
+        started = client.post("/api/stories", json={"world": "harbour"}).json()
+        story, auth = started["story"]["id"], {"Authorization": f"Bearer {started['token']}"}
+        table_started = client.post("/api/stories", json={"world": "harbour", "dice_from": "player"}).json()
+        at_table, table_auth = table_started["story"]["id"], {"Authorization": f"Bearer {table_started['token']}"}
+        with watching(store.engine) as watch:
+            answers = [client.post(f"/api/stories/{story}/messages", json={"text": "I pick it."}, headers=auth)]
+            answers.append(client.post(f"/api/stories/{story}/regenerate", headers=auth))
+            streamed = client.post(f"/api/stories/{story}/messages/stream", json={"text": "I wait."}, headers=auth)
+            again = client.post(f"/api/stories/{story}/regenerate/stream", headers=auth)
+            chat = {"model": "gm/harbour", "messages": [{"role": "user", "content": "I look around."}]}
+            answers.append(client.post("/v1/chat/completions", json=chat))
+            answers.append(client.post("/v1/chat/completions", json={**chat, "stream": True}))
+            answers.append(client.post(f"/api/stories/{at_table}/messages", json={"text": "Lock."}, headers=table_auth))
+            answers.append(client.post(f"/api/stories/{at_table}/faces", json={"faces": "11"}, headers=table_auth))
+            paused = client.post(
+                f"/api/stories/{at_table}/messages/stream", json={"text": "Again."}, headers=table_auth
+            )
+            answers.append(client.post(f"/api/stories/{at_table}/abandon", headers=table_auth))
+            answers.append(client.post(f"/api/stories/{story}/end", headers=auth))
+            answers.append(client.post(f"/api/stories/{story}/messages", json={"text": "x"}, headers={}))
+            answers.append(client.post(f"/api/stories/{story}/messages", json={"text": "x"}, headers=table_auth))
+        assert [answer.status_code for answer in answers] == [200] * 8 + [401, 404], [a.text for a in answers]
+        assert _events(streamed.text)[-1] == "done" and _events(again.text)[-1] == "done"
+        assert "asking" in _events(paused.text)
+        assert json.loads(answers[3].text.split("data: ", 2)[1])["choices"][0]["delta"]["role"] == "assistant"
+    assert watch.on_loop == [], watch.on_loop
+    assert watch.files == [], watch.files
+    assert watch.off_loop > 50
+    assert threading.active_count() < 100  # workers are bounded
+
+
+def test_a_cancelled_caller_waits_for_its_running_work_and_drops_its_queued_work() -> None:
+    """What a cancelled round does next (mark its attempt failed, release its lease) comes after its running
+    transaction, as if that had run in the round's own task; work still queued never starts."""
+    workers = Workers(1, "test")
+    done: list[str] = []
+
+    def slow_work(name: str) -> str:
+        time.sleep(0.3)
+        done.append(name)
+        return name
+
+    async def main() -> tuple[list[str], list[str]]:
+        running = asyncio.create_task(workers.run(slow_work, "running"))
+        queued = asyncio.create_task(workers.run(slow_work, "queued"))
+        await asyncio.sleep(0.1)  # the first has started; the second waits behind it for the one thread
+        running.cancel()
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        seen_when_cancelled = list(done)
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        await asyncio.sleep(0.4)
+        return seen_when_cancelled, done
+
+    try:
+        seen_when_cancelled, finally_done = asyncio.run(main())
+    finally:
+        workers.close()
+    assert seen_when_cancelled == ["running"]  # the cancellation arrived only once the running work had ended
+    assert finally_done == ["running"]  # the queued work never ran
+
+
+def test_each_engine_has_its_own_workers_one_thread_for_sqlite(store: Store) -> None:
+    found = workers_for(store.engine)
+    assert found is workers_for(store.engine)
+    assert found.threads == (1 if store.engine.dialect.name == "sqlite" else SERVER_THREADS)
+    if store.engine.dialect.name != "sqlite":  # a pooled connection for every worker thread
+        assert store.engine.pool.size() >= SERVER_THREADS  # type: ignore[attr-defined]
