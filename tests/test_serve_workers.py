@@ -181,41 +181,45 @@ def owner(connection: http.client.HTTPConnection, port: int, supervisor: int) ->
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_two_workers_play_one_story_between_them(workers: tuple[int, int], model: FakeModel) -> None:
     port, supervisor = workers
-    pids = worker_pids(supervisor)
-    assert len(pids) == 2, f"gm serve --workers 2 runs {len(pids)} worker processes"
+    assert len(worker_pids(supervisor)) == 2, "gm serve --workers 2 does not run 2 worker processes"
+    answered: list[int] = []  # the worker process that answered each request, in order
 
-    def through(worker: int, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
-        """One request on a new connection that `worker` accepted: the kernel hands a new connection to whichever
-        worker accepts it first, so the other is paused (SIGSTOP) until this one has. A new connection for each
-        request, since uvicorn closes one left idle for 5 s, which a loaded machine can take between two steps."""
-        [other] = [pid for pid in pids if pid != worker]
+    def through_another(method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+        """One request on a new connection accepted by another worker than the last request's. The kernel hands
+        a new connection to whichever worker accepts it first, so the last one is paused (SIGSTOP) until another
+        has. A new connection each time, since uvicorn closes one left idle for 5 s, which a loaded machine can
+        take between two steps (and uvicorn may replace a worker it finds unresponsive: pids are read afresh)."""
+        last = answered[-1] if answered and answered[-1] in worker_pids(supervisor) else None
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_SECONDS)
         try:
-            os.kill(other, signal.SIGSTOP)
+            if last is not None:
+                os.kill(last, signal.SIGSTOP)
             try:
                 assert send(connection, "GET", "/api/worlds")[0] == 200
             finally:
-                os.kill(other, signal.SIGCONT)
-            assert owner(connection, port, supervisor) == worker
+                if last is not None:
+                    os.kill(last, signal.SIGCONT)
+            answered.append(owner(connection, port, supervisor))
+            assert answered[-1] != last
             return send(connection, method, path, body, token)
         finally:
             connection.close()
 
-    first, second = pids
-    status, created = through(first, "POST", "/api/stories", {"world": "harbour"})
+    status, created = through_another("POST", "/api/stories", {"world": "harbour"})
     assert status == 201, created
     story, token = created["story"]["id"], created["token"]
     # Rounds of one story through each worker in turn: each reads what the other wrote.
-    status, rolled = through(second, "POST", f"/api/stories/{story}/messages", {"text": ROLL_TEXT}, token)
+    status, rolled = through_another("POST", f"/api/stories/{story}/messages", {"text": ROLL_TEXT}, token)
     assert status == 200, rolled
     [roll] = rolled["round"]["rolls"]
-    status, plain = through(first, "POST", f"/api/stories/{story}/messages", {"text": "I wait by the gate."}, token)
+    status, plain = through_another("POST", f"/api/stories/{story}/messages", {"text": "I wait by the gate."}, token)
     assert status == 200, plain
     assert (rolled["round"]["number"], plain["round"]["number"]) == (1, 2)
-    for worker in pids:
-        status, shown = through(worker, "GET", f"/api/stories/{story}", token=token)
+    for _ in range(2):
+        status, shown = through_another("GET", f"/api/stories/{story}", token=token)
         assert status == 200, shown
         assert [r["number"] for r in shown["rounds"]] == [1, 2]
         assert shown["rounds"][0]["rolls"] == [roll]
         assert shown["rounds"][1]["narration"] == "The harbour answers: I wait by the gate."
+    assert len(set(answered)) >= 2  # both workers answered, and each request came to another than the last
     model.assert_done()  # every request and answer matched OpenAI's schemas
