@@ -52,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
-MEASURES = ("gm", "narrate", "judge", "plain")
+MEASURES = ("gm", "narrate", "judge", "plain", "round")
+ROLL_MARKER = "let the dice decide"
 POOL_SIZES = (1, 10, 100, 300)
 NARRATION = ("Rain needles across the harbour office, and the gutters run black with tar and old salt. " * 8).strip()
 SUMMARY = ("Mara pressed on at the harbour, and Jon kept watch by the tide gate. " * 5).strip()
@@ -65,8 +66,14 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
     """The chat completion for one request, by what the request is (see the module docstring)."""
     messages = request.get("messages") or [{}]
     if "response_format" in request:
-        verdicts = {"outcomes": [{"character": "Mara", "told_as": "succeeded", "quote": "the lock gives"}]}
+        from gm.prompt import read_judge_request
+
+        asked = read_judge_request(next(m["content"] for m in messages if m.get("role") == "user"))
+        told = [(o.character, o.result) for o in asked.outcomes] if asked else [("Mara", "succeeded")]
+        verdicts = {"outcomes": [{"character": who, "told_as": result, "quote": "so it goes"} for who, result in told]}
         message: dict[str, Any] = {"role": "assistant", "content": json.dumps(verdicts)}
+    elif request.get("tools") and messages[-1]["role"] == "user" and ROLL_MARKER not in messages[-1]["content"]:
+        message = {"role": "assistant", "content": NARRATION}
     elif request.get("tools"):
         if messages[-1].get("role") == "tool":
             result = json.loads(messages[-1]["content"])
@@ -142,7 +149,7 @@ def _conversation(world: Any) -> list[dict[str, Any]]:
     from gm.prompt import Past, PlayerTurn, game_master_messages
 
     past = Past(summary=SUMMARY * 4, memories=(), recent=())
-    messages = game_master_messages(world, past, PlayerTurn("I try to pick the lock of the customs shed."))
+    messages = game_master_messages(world, past, PlayerTurn(f"I try to pick the lock; {ROLL_MARKER}."))
     recent = []
     for number in range(3):
         recent += [
@@ -190,6 +197,8 @@ async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[s
         for _ in range(count):
             await one()
 
+    if measure == "round":
+        return await _rounds(client, calls)
     width = max(1, int(os.environ.get("GM_BENCH_POOL", "1")))
     share = [calls // width + (index < calls % width) for index in range(width)]
     # Warm up with half as many calls again: connections, imports, caches, and the clients a pool opens.
@@ -199,6 +208,38 @@ async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[s
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     await client.aclose()
     return {"cpu_ms": cpu * 1000 / calls, "wall_ms": wall * 1000 / calls}
+
+
+async def _rounds(client: Any, rounds: int) -> dict[str, float]:
+    """Rounds of one story through `Game` on SQLite, rolled and plain in turn: CPU and wall per round, median."""
+    from gm import dice
+    from gm.game import Game
+    from gm.store import Store
+
+    sys.path.insert(0, str(HERE.parent.parent / "tests"))
+    from conftest import write_world
+
+    folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
+    store = Store(f"sqlite:///{folder / 'gm.db'}")
+    game = Game(client, store, source=dice.seeded_source(2026))
+    story = game.start_story(write_world(folder / "harbor"))
+    timings: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    for number in range(1, rounds + 21):
+        rolled = number % 2 == 1
+        text = f"Round {number}: I try the lock; {ROLL_MARKER}." if rolled else f"Round {number}: I look around."
+        cpu, wall = time.process_time(), time.perf_counter()
+        await game.play(story, text)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        await game.settle()  # the memory keeper's work, outside the round's figures
+        if number > 20:  # the first rounds warm up: imports, caches, connections
+            timings[rolled].append((cpu, wall))
+    await client.aclose()
+    store.engine.dispose()
+    figures = {}
+    for rolled, name in ((True, "rolled"), (False, "plain")):
+        figures[f"{name}_cpu_ms"] = statistics.median(cpu for cpu, _ in timings[rolled]) * 1000
+        figures[f"{name}_wall_ms"] = statistics.median(wall for _, wall in timings[rolled]) * 1000
+    return figures
 
 
 # The parent: the fake, the children, the table
