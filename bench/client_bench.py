@@ -41,6 +41,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -283,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(asyncio.run(_measure(arguments.port, arguments.measure, calls, arguments.delay_ms))))
         return
     fake, port = _start_fake()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so a killed run still stops its fake (finally, below)
     try:
         if arguments.profile:
             _profile(port, arguments.profile, calls)
