@@ -328,18 +328,28 @@ def _compare(arguments: argparse.Namespace, port: int, calls: int) -> None:
                     _child(python, tree, port, measure, count, delay, width)
                 )
         print(f"  repetition {rep + 1}/{reps} done", file=sys.stderr, flush=True)
+        print(json.dumps({" ".join(map(str, key)): runs for key, runs in figures.items()}), file=sys.stderr, flush=True)
     print("# gm model client benchmark\n")
     header = "| measure | " + " | ".join(f"{name} CPU ms/call | {name} wall ms/call" for name in variants)
     header += " | CPU ratio |" if "baseline" in variants else " |"
     print(header)
     print("|---|" + "---:|" * (2 * len(variants) + ("baseline" in variants)))
+    rows = []
     for measure, _delay, width, _count in plan:
-        label = f"pool N={width} ({delay_ms} ms fake)" if measure == "pool" else measure
+        if measure == "round":
+            rows += [
+                ("round, rolled (per round)", measure, width, "rolled_"),
+                ("round, plain (per round)", measure, width, "plain_"),
+            ]
+        else:
+            label = f"pool N={width} ({delay_ms} ms fake)" if measure == "pool" else f"{measure} (per call)"
+            rows.append((label, measure, width, ""))
+    for label, measure, width, prefix in rows:
         cells, cpu = [], {}
         for name in variants:
             runs = figures[(measure, width, name)]
-            cpu[name] = statistics.median(run["cpu_ms"] for run in runs)
-            cells += [f"{cpu[name]:.3f}", f"{statistics.median(run['wall_ms'] for run in runs):.3f}"]
+            cpu[name] = statistics.median(run[f"{prefix}cpu_ms"] for run in runs)
+            cells += [f"{cpu[name]:.3f}", f"{statistics.median(run[f'{prefix}wall_ms'] for run in runs):.3f}"]
         if "baseline" in variants:
             cells.append(f"{cpu['this'] / cpu['baseline']:.2f}")
         print(f"| {label} | " + " | ".join(cells) + " |")
