@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -27,7 +28,7 @@ from gm.lease import check_settings
 from gm.model import ChatModel, ModelClient
 from gm.rehearsal import RehearsalModel
 from gm.round import RoundSettings
-from gm.store import Store
+from gm.store import Store, default_database_url
 from gm.text import visible
 from gm.worlddef import WORLD_FILE
 
@@ -38,6 +39,12 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes on the one port, one per core (default 1; more than 1 needs PostgreSQL)",
+    )
     serve.add_argument(
         "--editor",
         action="store_true",
@@ -52,38 +59,38 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     serve.set_defaults(run=run_serve)
 
 
+MAX_WORKERS = 64
+WORKER_ARGUMENTS = "GM_SERVE_WORKER_ARGUMENTS"  # how `gm serve --workers N` hands its options to each worker
+KEPT_ARGUMENTS = ("worlds", "host", "port", "editor", "model", "base_url", "api_key", "tools", "judge", "prompts")
+
+
 def run_serve(arguments: argparse.Namespace) -> int:
-    """Run the web app with uvicorn; several such processes may share one PostgreSQL database."""
+    """Run the web app with uvicorn; several such processes may share one PostgreSQL database.
+
+    With `--workers N`, uvicorn runs N worker processes on one port, each building its own Game,
+    model client and database engine (`worker_app`) after it starts: nothing is shared but the database.
+    """
+    check_workers(arguments.workers, default_database_url())
     check_port(arguments.host, arguments.port)
     # Imported here: the web stack is heavy, and no other command needs it.
     import uvicorn
 
-    from gm.web.app import create_app
-
     use_prompts(arguments.prompts)  # every prompt file is checked before anything else
-    model = choose_serve_model(arguments)
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     mounted = hosts is not None and arguments.worlds.is_dir()
     login, generated = editor_login(arguments.host, UsageError) if mounted else (None, None)
-    judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
-    game = Game(
-        model,
-        Store(),
-        settings=round_settings(os.environ),
-        judge_model=choose_judge(arguments, model),
-        judging=judging,
-    )
-    app = create_app(
-        game,
-        arguments.worlds,
-        api_token=os.environ.get("GM_API_TOKEN") or None,
-        editor=mounted,
-        editor_hosts=hosts or LOOPBACK_HOSTS,
-        editor_login=login,
-        api_hosts=allowed_hosts(arguments.host),
-    )
+    if arguments.workers == 1:
+        app = build_app(arguments, login)
+    else:
+        choose_serve_model(arguments)  # a model that is not configured is one sentence here, not N tracebacks
+        if generated is not None:
+            os.environ["GM_EDITOR_TOKEN"] = generated  # every worker asks for the one token printed below
+        kept = {name: str(value) if isinstance(value, Path) else value for name, value in vars(arguments).items()}
+        os.environ[WORKER_ARGUMENTS] = json.dumps({name: kept[name] for name in KEPT_ARGUMENTS})
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     print(f"Serving stories at http://{shown}:{arguments.port}/  (Ctrl+C stops it)")
+    if arguments.workers > 1:
+        print(f"{arguments.workers} worker processes share the port and the database.")
     print(visible(describe_worlds(arguments.worlds)))  # the folder's path is shown, never obeyed
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master of each story's world; no model is called.")
@@ -93,8 +100,64 @@ def run_serve(arguments: argparse.Namespace) -> int:
         print(f"The world editor is at http://{shown}:{arguments.port}/editor/")
     print_login(login is not None, generated)
     sys.stdout.flush()
-    uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
+    if arguments.workers == 1:
+        uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
+    else:
+        uvicorn.run(
+            "gm.cli_serve:worker_app",
+            factory=True,
+            workers=arguments.workers,
+            host=arguments.host,
+            port=arguments.port,
+            log_level="warning",
+        )
     return 0
+
+
+def check_workers(workers: int, database_url: str) -> None:
+    """Refuse a number of workers that cannot be served, in one sentence."""
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers {workers} is not a number of processes; expected 1 to {MAX_WORKERS}")
+    if workers > 1 and not database_url.startswith("postgresql"):
+        raise UsageError(
+            f"--workers {workers} needs a PostgreSQL database (GM_DATABASE_URL): SQLite has one writer, "
+            "so serve it with one process"
+        )
+
+
+def build_app(arguments: argparse.Namespace, login: Any) -> Any:
+    """The web app for one process: its own Game, model client and database engine."""
+    from gm.web.app import create_app
+
+    model = choose_serve_model(arguments)
+    hosts = editor_hosts(arguments.host, editor=arguments.editor)
+    judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
+    game = Game(
+        model,
+        Store(),
+        settings=round_settings(os.environ),
+        judge_model=choose_judge(arguments, model),
+        judging=judging,
+    )
+    return create_app(
+        game,
+        arguments.worlds,
+        api_token=os.environ.get("GM_API_TOKEN") or None,
+        editor=hosts is not None and arguments.worlds.is_dir(),
+        editor_hosts=hosts or LOOPBACK_HOSTS,
+        editor_login=login,
+        api_hosts=allowed_hosts(arguments.host),
+    )
+
+
+def worker_app() -> Any:
+    """The app of one `gm serve --workers N` worker, from the options its parent checked (uvicorn's factory)."""
+    arguments = argparse.Namespace(**json.loads(os.environ[WORKER_ARGUMENTS]))
+    arguments.worlds = Path(arguments.worlds)
+    use_prompts(arguments.prompts)
+    mounted = editor_hosts(arguments.host, editor=arguments.editor) is not None and arguments.worlds.is_dir()
+    login, _ = editor_login(arguments.host, UsageError) if mounted else (None, None)
+    return build_app(arguments, login)
 
 
 def choose_serve_model(arguments: argparse.Namespace) -> ChatModel:

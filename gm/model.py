@@ -1,7 +1,10 @@
 """The OpenAI-compatible model client: one retry layer for transport failures, and usage accounting.
 
-Any OpenAI-compatible server works (OpenAI, Ollama, vLLM, llama.cpp, LM Studio). The openai
-client's own retries are off; `ModelClient.complete` retries with tenacity, and only what may
+Any OpenAI-compatible server works (OpenAI, Ollama, vLLM, llama.cpp, LM Studio). Requests go
+through the openai client's own request path (its headers, authentication, timeout and errors),
+posting the JSON body gm built without the client's request transform, over one or more openai
+clients as the requests in flight grow (`gm.transport.Clients`). The openai client's own retries
+are off; `ModelClient.complete` retries with tenacity, and only what may
 pass: connection errors, timeouts, and HTTP 408, 409, 429 and 5xx. A `Retry-After` (seconds or an
 HTTP date) or `retry-after-ms` header is honoured up to `retry_after_cap`; otherwise the wait grows
 as 0.5 s x 2^(retry - 1) plus up to 0.5 s of jitter, capped likewise. Retrying stops after
@@ -33,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Protocol, cast, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
@@ -181,8 +184,10 @@ class ModelClient:
         self._clock = clock
         self._where = settings.base_url or OPENAI_URL
         # The URL is always passed: given None, the openai client would read OPENAI_BASE_URL behind the settings' back.
-        self._client = openai.AsyncOpenAI(
-            base_url=self._where, api_key=settings.api_key, timeout=settings.timeout, max_retries=0
+        self._clients = transport.Clients(
+            lambda **options: openai.AsyncOpenAI(
+                base_url=self._where, api_key=settings.api_key, timeout=settings.timeout, max_retries=0, **options
+            )
         )
         self._generated_ids = 0
 
@@ -237,6 +242,7 @@ class ModelClient:
         """One request, with retries, read as a Completion; tool calls written as text may name `tool_names`."""
         started = self._clock()
         attempts = 0
+        body = _encoded(options)  # once, however many attempts
         retrying = AsyncRetrying(
             sleep=self._sleep,
             stop=lambda state: self._should_stop(state, started),
@@ -248,7 +254,7 @@ class ModelClient:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    response = await self._client.chat.completions.with_raw_response.create(**cast(Any, options))
+                    response = await self._clients.post(body)
         except openai.APIStatusError as error:
             if is_retryable(error):
                 raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
@@ -257,7 +263,7 @@ class ModelClient:
             raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
         latency_ms = round((self._clock() - started) * 1000)
         try:
-            data = response.http_response.json()
+            data = response.json()
             return read_completion(data, options, latency_ms, attempts, self._new_id, tool_names)
         except (ValueError, TypeError, RecursionError) as error:
             if isinstance(error, RecursionError):  # JSON nested thousands deep: no chat completion looks like that
@@ -272,13 +278,18 @@ class ModelClient:
             ) from None
 
     @property
+    def clients(self) -> int:
+        """How many openai clients this client sends through now (more open as requests in flight grow)."""
+        return self._clients.count
+
+    @property
     def name(self) -> str:
         """The model's name, as requests name it."""
         return self.settings.model
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
-        await self._client.close()
+        await self._clients.aclose()
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -349,6 +360,11 @@ def decided_tool_mode(base_url: str | None, model: str) -> Literal["native", "pr
     """How `auto` sends tools to this endpoint and model in this process; None until a request with tools decided."""
     with _DECIDING:
         return _DECIDED.get((base_url or OPENAI_URL, model))
+
+
+def _encoded(options: Mapping[str, Any]) -> bytes:
+    """A request body as JSON bytes, encoded as the openai client encodes one (compact, UTF-8, no NaN)."""
+    return json.dumps(options, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 def request_options(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from gm.instructions import instructions
+from gm.worldcache import PerWorld
 
 if TYPE_CHECKING:
     from gm.records import MemoryEntry, RoundRecord
@@ -145,6 +146,14 @@ def engine_note(content: str) -> str | None:
 
 
 def describe_world(world: World) -> str:
+    """The world as the game master's prompt tells it: premise, instructions, characters and checks.
+
+    A pure function of the world, so it is written once per World object (gm.worldcache).
+    """
+    return _described(world)
+
+
+def _describe_world(world: World) -> str:
     lines = [f"# World: {world.title}", world.premise]
     if world.instructions:
         lines += ["", "## Tone and instructions", world.instructions]
@@ -167,6 +176,9 @@ def describe_world(world: World) -> str:
             edges = f" Takes edge: {' or '.join(check.edges)}." if check.edges else ""
             lines.append(f"- {check.key} ({check.name}): {check.use}{target}{modifier}{edges}")
     return "\n".join(lines)
+
+
+_described = PerWorld(_describe_world)
 
 
 def describe_time(world: World, clock: int) -> str:

@@ -166,10 +166,16 @@ def _narration_refusals(narration: str, rolls: Sequence[RoundRoll]) -> list[Refu
     if problem := unstorable(narration):  # a NUL: no database of a story can hold it
         return [Refusal(f"the narration {problem}, which cannot be shown or stored; tell it again without it")]
     refusals: list[Refusal] = []
-    if TOOL_JSON.search(narration) or TOOL_CALL.search(narration) or TOOL_MARKUP.search(narration):
+    # Each pattern is searched only where the text it needs is there at all: a narration is hundreds of
+    # words, and scanning it for a word boundary at every position costs more than the rest of the referee.
+    if (
+        TOOL_JSON.search(narration)
+        or ("(" in narration and TOOL_CALL.search(narration))
+        or TOOL_MARKUP.search(narration)
+    ):
         refusals.append(Refusal("the narration shows raw tool data; tell the story in prose and leave the JSON out"))
     for roll in rolls:
-        if re.search(rf"{ROLL_MENTION}{roll.id}\b", narration, re.IGNORECASE):
+        if str(roll.id) in narration and re.search(rf"{ROLL_MENTION}{roll.id}\b", narration, re.IGNORECASE):
             refusals.append(
                 Refusal(
                     f"the narration shows the player roll id {roll.id}; ids are for outcomes, not for the story",

@@ -1,4 +1,4 @@
-"""The tools the model sees (roll_check, roll_dice, advance_time, narrate): their schemas, and what calling them does.
+"""The tools the model sees (roll_check, roll_dice, advance_time, narrate): what calling them does.
 
 advance_time is offered only in a world with a calendar (see `gm.calendar`): it moves the round's
 clock on, which the round stores as the time it ended at.
@@ -8,6 +8,7 @@ tool, check or character, a missing or unwanted target, a check whose outcome is
 target given, the referee's refusals) raises `ModelRetry` with a sentence the model can act on; the
 round loop sends it back as `{"error": "..."}` and counts it as a refusal. A roll whose value falls
 in a band gap is no one's mistake: it is an ordinary result marked `void`, with a message.
+Their schemas, and the validators of their arguments, are in `gm.tools_offered`.
 """
 
 from __future__ import annotations
@@ -21,133 +22,30 @@ from typing import Any, Literal, cast
 from jsonschema import Draft202012Validator
 
 from gm import dice
-from gm.calendar import advance, advance_time_schema, duration_text
+from gm.calendar import advance, duration_text
 from gm.chances import certain, refusal
 from gm.completion import strip_reasoning
-from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.dice.result import Roll, sum_line
 from gm.errors import ModelRetry
 from gm.naturals import read_roll
 from gm.problems import describe, json_depth, shown, text_problems
 from gm.prompt import CheckFact, check_fact_text
-from gm.referee import MAX_NARRATION, Outcome, Result, RollKind, RoundRoll, referee
+from gm.referee import Outcome, Result, RollKind, RoundRoll, referee
 from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, opposed_modifier, read_value
 from gm.store import RollRecord
 from gm.table import FacesNeeded, question_for
-from gm.tools_table import edge_asked, opponent_of, roll_check_properties
+from gm.tools_offered import MAX_REASON as MAX_REASON  # the schemas live in gm.tools_offered; re-exported here
+from gm.tools_offered import MAX_TARGET as MAX_TARGET
+from gm.tools_offered import argument_validators
+from gm.tools_offered import tool_schemas as tool_schemas
+from gm.tools_table import edge_asked, opponent_of
 from gm.worlddef import CharacterCannotRoll, World
 
-# Bounds on what the model sends, so nothing it writes can overflow a column or fill a round with junk:
-# a target as large as a notation's constants, a reason of a short sentence, nesting as deep as narrate's.
-MAX_TARGET = MAX_CONSTANT
-MAX_REASON = 300
-MAX_ROLL_ID = 2**31 - 1
-MAX_DEPTH = 8
+MAX_DEPTH = 8  # nesting of a call's arguments: as deep as narrate's
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
-
-
-def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
-    """A tool's parameters with its `reason` held to the bound every tool's reason has."""
-    return {**parameters, "reason": {**parameters["reason"], "maxLength": MAX_REASON}}
-
-
-def tool_schemas(world: World) -> list[dict[str, Any]]:
-    """The function tools offered for this world; roll_check only where the world has checks."""
-    names = [character.name for character in world.characters]
-    tools = []
-    if world.rules is not None and world.rules.checks:
-        tools.append(
-            _function(
-                "roll_check",
-                "Roll one of the world's checks for a character when an attempt's outcome is uncertain "
-                "(a roll that could only end one way at the target given is refused, and nothing is rolled). "
-                "Returns the roll id and its band (label, result, critical), never the number. "
-                "Rolling the same check for the same character again this round returns the first roll.",
-                roll_check_properties(world, names, MAX_TARGET, MAX_REASON),
-                ["check", "character", "reason"],
-            )
-        )
-    tools.append(
-        _function(
-            "roll_dice",
-            "Roll plain dice (such as damage or a random table) in dice notation like 2d6+1. Returns the total.",
-            {
-                "notation": {
-                    "type": "string",
-                    "maxLength": MAX_LENGTH,
-                    "description": "Dice notation: NdM, dM, d%, kh/kl/dh/dl, + and -.",
-                },
-                "reason": {"type": "string", "maxLength": MAX_REASON},
-            },
-            ["notation", "reason"],
-        )
-    )
-    if world.rules is not None and any(check.secret for check in world.rules.checks):
-        tools.append(_reveal_roll_schema())
-    if world.calendar is not None:
-        tools.append(
-            _function(
-                "advance_time",
-                "Move the story's clock on when time passes in the story (a wait, a journey, a night's sleep); "
-                "not for the moments an action takes. Time never goes backwards. Returns the new date and time.",
-                _bounded_reason(advance_time_schema()),
-                ["amount", "unit", "reason"],
-            )
-        )
-    tools.append(
-        _function(
-            "narrate",
-            "End the round: the narration the player reads, and one outcome per character whose fate was at stake. "
-            "A character rolled for with roll_check must have an outcome naming that roll, with the roll's result.",
-            {
-                "narration": {"type": "string", "maxLength": MAX_NARRATION},
-                "outcomes": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "character": {"type": "string", "enum": names},
-                            "result": {"type": "string", "enum": ["succeeded", "partial", "failed"]},
-                            "roll": {
-                                "type": "integer",
-                                "minimum": 1,
-                                "maximum": MAX_ROLL_ID,
-                                "description": "The roll id that settled this outcome.",
-                            },
-                        },
-                        "required": ["character", "result"],
-                        "additionalProperties": False,
-                    },
-                },
-            },
-            ["narration", "outcomes"],
-        )
-    )
-    return tools
-
-
-def _reveal_roll_schema() -> dict[str, Any]:
-    """reveal_roll, offered only in a world with a secret check (gm.secret)."""
-    return _function(
-        "reveal_roll",
-        "Show the player a secret check's roll, which they cannot see until you reveal it or the story ends "
-        "(when the truth comes out in the story). Returns the roll's band.",
-        {
-            "roll": {"type": "integer", "minimum": 1, "maximum": MAX_ROLL_ID, "description": "The secret roll's id."},
-            "reason": {"type": "string", "maxLength": MAX_REASON, "description": "Why it comes to light now."},
-        },
-        ["roll", "reason"],
-    )
-
-
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
-
-
-def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,10 +95,10 @@ class RoundTools:
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
-        schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas(self.world)}
-        if name not in schemas:
-            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(schemas)}")
-        arguments = _arguments(name, raw_arguments, schemas[name])
+        validators = argument_validators(self.world)
+        if name not in validators:
+            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(validators)}")
+        arguments = _arguments(name, raw_arguments, validators[name])
         if name == "roll_check":
             return self.roll_check(arguments)
         if name == "roll_dice":
@@ -447,7 +345,7 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
     return content
 
 
-def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any]:
+def _arguments(name: str, raw: Any, validator: Draft202012Validator) -> dict[str, Any]:
     """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
     too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
     if isinstance(raw, str):
@@ -463,7 +361,7 @@ def _arguments(name: str, raw: Any, schema: dict[str, Any]) -> dict[str, Any]:
         raise ModelRetry(f"the arguments of {name} must be a JSON object")
     if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
         raise too_deep
-    problems = sorted(Draft202012Validator(schema).iter_errors(raw), key=lambda error: list(error.absolute_path))
+    problems = sorted(validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]
         where = ".".join(str(part) for part in first.absolute_path) or "arguments"

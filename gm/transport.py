@@ -1,17 +1,117 @@
-"""What an HTTP failure from a model server means: whether retrying may help, the wait it asks for, and
-its reason as part of one sentence for a person (see gm.model, which retries in one place)."""
+"""How requests reach a model server, and what an HTTP failure from one means.
+
+`Clients` is the openai clients a `gm.model.ModelClient` sends through, and each request's body
+posted through one of them. The rest says whether retrying a failure may help, the wait it asks
+for, and its reason as part of one sentence for a person (gm.model retries, in one place).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any, cast
 
 import openai
 
 from gm.textcalls import refuses_tools
 
 RETRIED_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+
+# The openai client's marker for "give me the HTTP response, not a parsed object" (what `with_raw_response` sets).
+_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
+
+SHARD_LOAD = 16  # requests in flight on every client before another client is opened
+MAX_SHARDS = 32  # beyond SHARD_LOAD x MAX_SHARDS requests in flight, the clients' pools just grow (a client: ~1 MB)
+KEPT_IDLE = 2 * SHARD_LOAD  # idle connections a client keeps: room for a burst past SHARD_LOAD, without churn
+
+
+@dataclass(eq=False)
+class _Shard:
+    """One openai client, and how many requests are in flight on it."""
+
+    client: openai.AsyncOpenAI
+    in_flight: int = 0
+
+
+class Clients:
+    """The openai clients one model endpoint is reached through, opened as the requests in flight grow.
+
+    Why several: each openai client keeps its connections in one httpx pool, and that pool walks
+    every connection it holds on each request and on each response (httpcore checks each for
+    expiry, polling the idle ones' sockets). With a hundred stories waiting on the model at once,
+    one pool of a hundred connections spent more of the event loop than the rest of the client.
+    So a request goes to the first client with fewer than SHARD_LOAD requests in flight, each pool
+    keeps at most KEPT_IDLE idle connections, and when every client is full one more is opened (in
+    a worker thread: building an openai client loads TLS certificates, tens of milliseconds the
+    event loop must not wait), up to MAX_SHARDS; past that, the least loaded client takes it.
+    Only the event loop's thread uses this (the counts need no lock); every client has the same
+    settings, retries off.
+    """
+
+    def __init__(self, make: Callable[..., openai.AsyncOpenAI]) -> None:
+        self._make = make
+        self._shards = [self._open_one()]
+        self._opening: asyncio.Task[None] | None = None
+
+    def _open_one(self) -> _Shard:
+        # The openai client's own defaults, but fewer idle connections: it is a surplus of them that each
+        # request's walk of the pool polls. The Limits class is the one the installed openai uses.
+        limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
+            max_connections=openai.DEFAULT_CONNECTION_LIMITS.max_connections,
+            max_keepalive_connections=KEPT_IDLE,
+            keepalive_expiry=openai.DEFAULT_CONNECTION_LIMITS.keepalive_expiry,
+        )
+        return _Shard(self._make(http_client=openai.DefaultAsyncHttpxClient(limits=limits)))
+
+    @property
+    def count(self) -> int:
+        """How many clients are open."""
+        return len(self._shards)
+
+    async def post(self, body: bytes) -> Any:
+        """POST one chat completion request body; its raw HTTP response, or the openai client's error.
+
+        This is the openai client's own request path (headers, authentication, timeout, error
+        classes) without its request transform: `chat.completions.create` walks every message and
+        tool schema against the request's TypedDicts, which cost as much CPU as the rest of a call
+        and changes nothing in a body gm already builds as plain JSON.
+        """
+        shard = next((shard for shard in self._shards if shard.in_flight < SHARD_LOAD), None)
+        if shard is None:
+            shard = min(self._shards, key=_load)
+            if len(self._shards) < MAX_SHARDS and self._opening is None:
+                self._opening = asyncio.get_running_loop().create_task(self._open())
+        shard.in_flight += 1
+        try:
+            raw = await shard.client.post(
+                "/chat/completions",
+                cast_to=object,
+                content=body,
+                options={"headers": _RAW_RESPONSE, "max_retries": 0, "security": {"bearer_auth": True}},
+            )
+        finally:
+            shard.in_flight -= 1
+        return cast(Any, raw).http_response
+
+    async def _open(self) -> None:
+        try:
+            self._shards.append(await asyncio.to_thread(self._open_one))
+        finally:
+            self._opening = None
+
+    async def aclose(self) -> None:
+        """Close every client's connections (and one being opened)."""
+        if self._opening is not None:
+            await asyncio.gather(self._opening, return_exceptions=True)
+        for shard in self._shards:
+            await shard.client.close()
+
+
+def _load(shard: _Shard) -> int:
+    return shard.in_flight
 
 
 def is_retryable(error: BaseException) -> bool:
