@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Literal
 
@@ -199,7 +199,7 @@ def opposed_expression(actor: dice.Expression, opponent: dice.Expression) -> dic
     return _opposed_text(actor.text, opponent.text)
 
 
-@cache  # by text: a parsed expression is not hashable, and a check is rolled every round
+@lru_cache(maxsize=1024)  # by text: a parsed expression is not hashable, and a check is rolled every round
 def _opposed_text(actor: str, opponent: str) -> dice.Expression:
     parsed = dice.parse(opponent)
     flipped = "".join(("+" if term.negative else "-") + _term_text(term) for term in parsed.terms)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import BigInteger, Integer, Select, bindparam, delete, func, insert, update
@@ -277,7 +277,7 @@ _MEMORIES_BEFORE = _MEMORIES.where(MEMORY.c.round_number < bindparam("before"))
 _SEED = sql_select(SEEDS).where(SEEDS.c.story_id == bindparam("story"), SEEDS.c.epoch == bindparam("epoch"))
 
 
-@cache
+@lru_cache(maxsize=16)  # one statement per count asked for: the verbatim window and 2
 def _newest(count: int) -> Select[Any]:
     return (
         sql_select(ROUNDS).where(ROUNDS.c.story_id == bindparam("story")).order_by(ROUNDS.c.number.desc()).limit(count)
