@@ -146,21 +146,11 @@ class Player:
 
 @contextmanager
 def fake_process() -> Iterator[str]:
-    """bench/fake_server.py in its own process; its base URL."""
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "fake_server.py"), "--script", "round"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().split()
-        if first[:1] != ["PORT"]:
-            raise RuntimeError(f"the fake model did not start (exit code {process.wait()})")
-        yield f"http://127.0.0.1:{first[1]}/v1"
-    finally:
-        _stop(process)
+    """bench/fake_server.py's `round` script in its own process; its base URL."""
+    from fake_server import fake_process as fake_server_process
+
+    with fake_server_process("round") as (_, port):
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 @contextmanager

@@ -31,10 +31,12 @@ import argparse
 import asyncio
 import json
 import re
+import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +171,34 @@ async def serve(fake: Fake) -> None:
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)  # until the benchmark closes our standard input
     server.close()
+
+
+@contextmanager
+def fake_process(script: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """This fake in a process of its own, as the benchmarks run it: the process and the port it serves on.
+
+    When the block ends its standard input is closed, which ends it; one that lingers is killed.
+    """
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--script", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().split()
+        if first[:1] != ["PORT"]:
+            raise RuntimeError(f"the fake model did not start (exit code {process.wait()})")
+        yield process, int(first[1])
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def main() -> None:

@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -120,26 +119,11 @@ class Fake:
 
 @contextmanager
 def start_fake() -> Iterator[Fake]:
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "fake_server.py"), "--script", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().split()
-        if first[:1] != ["PORT"]:
-            raise RuntimeError(f"the fake model did not start (exit code {process.wait()})")
-        yield Fake(process, int(first[1]))
-    finally:
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """bench/fake_server.py's `serve` script in its own process."""
+    from fake_server import fake_process
+
+    with fake_process("serve") as (process, port):
+        yield Fake(process, port)
 
 
 @dataclass
