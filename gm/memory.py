@@ -93,7 +93,8 @@ def summary_text(content: str | None) -> str:
 
 
 # "Round 7: ...", also as models dress it: "**Round 7:** ...", "- Round 7 - ...", "### Round 7".
-_ANSWER_LINE = re.compile(r"^[ \t>*#_=-]*round[ \t]+(\d+)\b[ \t*_=]*[:.)\u2013\u2014-]?[ \t*_]*", re.I | re.M)
+# At most 9 digits: a longer number is no round of a story, and int() refuses one of thousands.
+_ANSWER_LINE = re.compile(r"^[ \t>*#_=-]*round[ \t]+(\d{1,9})\b[ \t*_=]*[:.)\u2013\u2014-]?[ \t*_]*", re.I | re.M)
 
 
 def read_summaries(text: str, numbers: Sequence[int]) -> dict[int, str]:

@@ -111,6 +111,8 @@ def test_settle_writes_a_batch_not_yet_due(store: Store, harbor: Path) -> None:
         ("Mara ran.", [3], {3: "Mara ran."}),  # one round asked: the label may be left out
         ("Round the corner Mara ran.", [3], {3: "Round the corner Mara ran."}),  # not a label
         ("Round 3: Mara\x00 ran.", [3], {3: "Mara\ufffd ran."}),  # notes, not shown: a NUL is replaced
+        # a number too long for int() is no label: the rest is still read
+        ("Round " + "9" * 5000 + ": x\nRound 4: Jon hid.", [3, 4], {4: "Jon hid."}),
     ],
 )
 def test_a_batch_answer_is_read_round_by_round(answer: str, numbers: list[int], found: dict[int, str]) -> None:
