@@ -22,6 +22,7 @@ from gm.cli_story import (
 )
 from gm.errors import UsageError
 from gm.game import Game
+from gm.heap import tune_collector
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm.instructions import use_prompts
 from gm.lease import check_settings
@@ -101,6 +102,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
     print_login(login is not None, generated)
     sys.stdout.flush()
     if arguments.workers == 1:
+        tune_collector()  # the app is built: what lives now lives as long as the process (gm.heap)
         uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     else:
         uvicorn.run(
@@ -157,7 +159,9 @@ def worker_app() -> Any:
     use_prompts(arguments.prompts)
     mounted = editor_hosts(arguments.host, editor=arguments.editor) is not None and arguments.worlds.is_dir()
     login, _ = editor_login(arguments.host, UsageError) if mounted else (None, None)
-    return build_app(arguments, login)
+    app = build_app(arguments, login)
+    tune_collector()  # each worker is a process of its own (gm.heap)
+    return app
 
 
 def choose_serve_model(arguments: argparse.Namespace) -> ChatModel:
