@@ -193,7 +193,7 @@ class Game:
             judge=self.judge,
         )
         if isinstance(result, RoundResult):
-            self._remember(story_id)
+            self._remember(story_id, number=result.number)
         return result
 
     async def answer(
@@ -215,7 +215,7 @@ class Game:
             judge=self.judge,
         )
         if isinstance(result, RoundResult):
-            self._remember(story_id)
+            self._remember(story_id, number=result.number)
         return result
 
     async def end(self, story_id: str) -> None:
@@ -249,7 +249,7 @@ class Game:
             judge=self.judge,
         )
         if isinstance(result, RoundResult):
-            self._remember(story_id)
+            self._remember(story_id, number=result.number)
         return result
 
     def _model_for(self, world: World) -> ChatModel:
@@ -274,7 +274,12 @@ class Game:
         while self._memory_tasks:
             await asyncio.gather(*list(self._memory_tasks), return_exceptions=True)
 
-    def _remember(self, story_id: str, *, flush: bool = False) -> None:
+    def _remember(self, story_id: str, *, flush: bool = False, number: int | None = None) -> None:
+        """Start the memory keeper on the story (after round `number` was accepted), unless it counts the
+        round's batch as still short (`MemoryKeeper.due`): a server then makes no database call for it."""
+        if number is not None and not flush and not self.keeper.due(story_id, number):
+            self._waiting.put(story_id, True)  # for settle, should no later round fill the batch
+            return
         if (story_id, flush) in self._queued:
             return  # a catch-up still to start reads the rounds then, this one's included
         self._queued.add((story_id, flush))

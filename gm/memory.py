@@ -44,6 +44,7 @@ from typing import Any
 from gm.calendar import story_time
 from gm.completion import strip_reasoning
 from gm.errors import OperatorError, UsageError
+from gm.lru import LRU
 from gm.model import ChatModel, Completion, ModelError
 from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
 from gm.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_from
@@ -58,6 +59,7 @@ BATCH_ENV = "GM_MEMORY_BATCH"
 DEFAULT_BATCH = VERBATIM_ROUNDS + 1  # written as the oldest round of the batch leaves the verbatim window
 MAX_BATCH = 8  # rounds in one memory call at most (each round's text is up to 6,000 characters)
 UNLABELLED_LIMIT = 3  # batch answers in a row naming no round, after which rounds are asked for one a call
+COUNTED_STORIES = 4096  # stories whose waiting rounds a keeper counts without reading (MemoryKeeper.due)
 LATE_ROUNDS = 2 * MAX_BATCH  # unremembered rounds older than the verbatim window shown verbatim, at most
 
 
@@ -151,6 +153,27 @@ class MemoryKeeper:
         # Batch answers in a row that named no round (a model, or an edited prompt from before batches,
         # that writes one summary); past `UNLABELLED_LIMIT` rounds are asked for one a call, not twice over.
         self.unlabelled = 0
+        # Per story, as this keeper last counted: (rounds waiting for their batch, the newest round's number).
+        # Lets `due` answer without reading the database (see there). Bounded: a story dropped is read again.
+        self._counted: LRU[str, tuple[int, int]] = LRU(COUNTED_STORIES)
+
+    def due(self, story_id: str, number: int) -> bool:
+        """Whether round `number`, just accepted, may fill the story's batch, so the database must be read.
+
+        False only when this keeper counted the story's rounds up to `number - 1` itself and they leave the
+        batch short by more than this round: the round then joins the count, and nothing is read. Anything
+        it did not see - a round played by another process (its number skips one), a regenerated round (its
+        number repeats), a story it never counted, a failed catch-up - makes it True. A round waiting here is
+        still shown to the game master verbatim (`recall`), so skipping the read never leaves a gap.
+        """
+        counted = self._counted.get(story_id)
+        if counted is None:
+            return True
+        waiting, newest = counted
+        if number != newest + 1 or waiting + 1 >= self.batch:
+            return True
+        self._counted.put(story_id, (waiting + 1, number))
+        return False
 
     async def catch_up(self, story_id: str, *, flush: bool = True) -> bool:
         """Remember the story's rounds not yet remembered (earlier failures and crashes included), oldest
@@ -160,7 +183,9 @@ class MemoryKeeper:
         Raises the first failed call's error (`ModelError`), after writing what came before it.
         """
         # Database work goes through Store.off_loop, so a server's rounds go on meanwhile.
+        self._counted.pop(story_id)  # until this catch-up ends well, `due` reads the database
         unremembered = await self.store.off_loop(self.store.unremembered, story_id)
+        newest = unremembered[-1].number if unremembered else None
         world_data = None
         wrote = 0
         while unremembered and (flush or len(unremembered) >= self.batch):
@@ -169,6 +194,8 @@ class MemoryKeeper:
                 world_data = (await self.store.off_loop(self.store.story, story_id)).world_data
             await self._remember(story_id, batch, world_data)
             wrote = len(batch)
+        if newest is not None:
+            self._counted.put(story_id, (len(unremembered), newest))
         if wrote or flush:
             await self._fold(story_id, max(wrote, 1))
         return bool(unremembered)

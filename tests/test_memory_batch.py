@@ -306,6 +306,72 @@ def test_rounds_a_crash_left_unremembered_are_caught_up_by_a_new_game(store: Sto
     assert [entry.summary for entry in store.memories(story)] == [f"Summary of round {n}." for n in range(1, 10)]
 
 
+def reads_of_unremembered(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every time a keeper reads the story's unremembered rounds from the database, its story's id."""
+    reads: list[str] = []
+    unremembered = store.unremembered
+
+    def spy(story_id: str) -> list[Any]:
+        reads.append(story_id)
+        return unremembered(story_id)
+
+    monkeypatch.setattr(store, "unremembered", spy)
+    return reads
+
+
+def test_rounds_short_of_a_batch_are_counted_without_reading_the_database(
+    store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = reads_of_unremembered(store, monkeypatch)
+
+    async def play() -> list[int]:
+        async with table(store, [reply(f"Narration {n}.") for n in range(1, 10)], keeper, memory_batch=4) as t:
+            story = t.game.start_story(harbor)
+            read_after = []
+            for number in range(1, 10):
+                await t.game.play(story, f"round {number}.")
+                await t.game.settle(flush=False)
+                if reads:
+                    read_after.append(number)
+                    reads.clear()
+            return read_after
+
+    # round 1: nothing counted yet; rounds 4 and 8 fill a batch; the others are counted, not read
+    assert run(play()) == [1, 4, 8]
+
+
+def test_a_round_another_game_played_makes_the_keeper_read_again(
+    store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = reads_of_unremembered(store, monkeypatch)
+
+    async def play() -> tuple[str, list[str], list[int]]:
+        async with table(store, [reply(f"Narration {n}.") for n in (1, 2, 4)], keeper, memory_batch=4) as first:
+            story = first.game.start_story(harbor)
+            for number in (1, 2):
+                await first.game.play(story, f"round {number}.")
+                await first.game.settle(flush=False)
+            # another process plays round 3; its keeper finds 3 rounds waiting, short of a batch
+            second = Game(
+                function_model([reply("Narration 3.")]),
+                store,
+                memory_model=function_model(keeper),
+                source=dice.seeded_source(1),
+                memory_batch=4,
+            )
+            await second.play(story, "round 3.")
+            await second.settle(flush=False)
+            assert remembered(store, story) == []
+            reads.clear()
+            await first.game.play(story, "round 4.")  # the first game counted 2 rounds; 4 are waiting
+            await first.game.settle(flush=False)
+            return story, list(reads), remembered(store, story)
+
+    story, read, after_round_4 = run(play())
+    assert read == [story]
+    assert after_round_4 == [1, 2, 3, 4]
+
+
 def test_the_batch_is_set_on_the_game_or_by_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(BATCH_ENV, raising=False)
     assert memory_batch() == DEFAULT_BATCH == VERBATIM_ROUNDS + 1
