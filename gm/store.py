@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import create_engine
 
 from gm.migrations import upgrade
+from gm.pgpool import drop_closed_connections
 from gm.records import (
     Attempt,
     MemoryEntry,
@@ -95,10 +96,12 @@ def make_engine(url: str) -> Engine:
     # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
     if not url.startswith("sqlite"):
         # A connection for each worker thread (gm.workers), and as many again for the web app's own threads.
-        # pre_ping runs in those threads, never on the event loop; it costs a round trip per checkout and
-        # turns a connection a restarted server dropped into a new one, rather than a failed round.
+        # A connection a restarted server dropped becomes a new one at checkout, rather than a failed round,
+        # found without pool_pre_ping's round trip (gm.pgpool).
         pool = {"pool_size": SERVER_THREADS, "max_overflow": SERVER_THREADS}
-        return create_engine(url, pool_pre_ping=True, hide_parameters=True, **pool)
+        server_engine = create_engine(url, hide_parameters=True, **pool)
+        drop_closed_connections(server_engine)
+        return server_engine
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
 
     @event.listens_for(engine, "connect")

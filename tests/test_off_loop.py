@@ -1,8 +1,8 @@
 """Nothing blocks the event loop (issue 15): a round's database work, the routes' token look-ups, world
 validation and world files all run in worker threads, on SQLite and PostgreSQL.
 
-The watch records every statement, commit and pool checkout (where `pool_pre_ping` runs) made on a
-thread that is running an event loop, and every file opened or folder listed there. A server's
+The watch records every statement, commit and pool checkout (where the pool checks its connection:
+gm.pgpool) made on a thread that is running an event loop, and every file opened or folder listed there. A server's
 stories all share that loop, so any of them stalls every other story and request meanwhile.
 """
 
