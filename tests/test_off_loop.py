@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fastapi.dependencies.utils
+import fastapi.routing
 import pytest
 from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import event
@@ -239,3 +241,31 @@ def test_each_engine_has_its_own_workers_one_thread_for_sqlite(store: Store) -> 
     assert found.threads == (1 if store.engine.dialect.name == "sqlite" else SERVER_THREADS)
     if store.engine.dialect.name != "sqlite":  # a pooled connection for every worker thread
         assert store.engine.pool.size() >= SERVER_THREADS  # type: ignore[attr-defined]
+
+
+def test_an_async_route_and_its_dependencies_make_no_hop_through_the_thread_pool(
+    store: Store, harbor: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FastAPI runs a plain `def` dependency or route in its thread pool: a round's route, with its service and
+    token dependencies, stays on the loop (its database work goes to gm's own workers instead)."""
+    hops: list[str] = []
+
+    def counted(original: Any) -> Any:
+        async def run_in_threadpool(call: Any, /, *arguments: Any, **named: Any) -> Any:
+            hops.append(getattr(call, "__name__", repr(call)))
+            return await original(call, *arguments, **named)
+
+        return run_in_threadpool
+
+    for module in (fastapi.dependencies.utils, fastapi.routing):
+        monkeypatch.setattr(module, "run_in_threadpool", counted(module.run_in_threadpool))
+    worlds = tmp_path / "worlds"
+    worlds.mkdir()
+    shutil.copytree(harbor, worlds / "harbour")
+    with served_app(store, worlds, [reply("Quiet.")], faces=[], transport="function") as (client, _):
+        started = client.post("/api/stories", json={"world": "harbour"}).json()
+        story, auth = started["story"]["id"], {"Authorization": f"Bearer {started['token']}"}
+        assert hops, "the spy saw no hop, even for the plain `def` route that starts a story"
+        hops.clear()
+        assert client.post(f"/api/stories/{story}/messages", json={"text": "I wait."}, headers=auth).status_code == 200
+    assert hops == []
