@@ -22,13 +22,13 @@ from gm.cli_story import (
 )
 from gm.errors import UsageError
 from gm.game import Game
-from gm.heap import tune_collector
 from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm.instructions import use_prompts
 from gm.lease import check_settings
 from gm.model import ChatModel, ModelClient
 from gm.rehearsal import RehearsalModel
 from gm.round import RoundSettings
+from gm.server_process import tune_server_process
 from gm.store import Store, default_database_url
 from gm.text import visible
 from gm.worlddef import WORLD_FILE
@@ -102,7 +102,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
     print_login(login is not None, generated)
     sys.stdout.flush()
     if arguments.workers == 1:
-        tune_collector()  # the app is built: what lives now lives as long as the process (gm.heap)
+        tune_server_process()  # the app is built: what lives now lives as long as the process (gm.server_process)
         uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
     else:
         uvicorn.run(
@@ -160,7 +160,7 @@ def worker_app() -> Any:
     mounted = editor_hosts(arguments.host, editor=arguments.editor) is not None and arguments.worlds.is_dir()
     login, _ = editor_login(arguments.host, UsageError) if mounted else (None, None)
     app = build_app(arguments, login)
-    tune_collector()  # each worker is a process of its own (gm.heap)
+    tune_server_process()  # each worker is a process of its own (gm.server_process)
     return app
 
 

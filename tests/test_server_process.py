@@ -1,9 +1,11 @@
-"""`gm serve` tunes the garbage collector (gm.heap) once its app is built, in one process and in each worker."""
+"""`gm serve` tunes its process (gm.server_process) once its app is built: the garbage collector and the
+threads' switch interval, in one process and in each worker."""
 
 from __future__ import annotations
 
 import gc
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,26 +14,29 @@ import pytest
 from command_line import gm
 
 from gm.cli_serve import WORKER_ARGUMENTS, worker_app
-from gm.heap import YOUNG_OBJECTS
+from gm.server_process import SWITCH_SECONDS, YOUNG_OBJECTS
 
 
 @pytest.fixture
 def collector() -> Iterator[None]:
-    """The test process's collector as it was, whatever the test did to it."""
-    threshold = gc.get_threshold()
+    """The test process's collector and switch interval as they were, whatever the test did to them."""
+    threshold, switch = gc.get_threshold(), sys.getswitchinterval()
     yield
     gc.unfreeze()
     gc.set_threshold(*threshold)
+    sys.setswitchinterval(switch)
 
 
 def collector_now() -> dict[str, Any]:
-    return {"young": gc.get_threshold()[0], "frozen": gc.get_freeze_count()}
+    return {"young": gc.get_threshold()[0], "frozen": gc.get_freeze_count(), "switch": sys.getswitchinterval()}
 
 
 def test_gm_serve_freezes_the_built_app_and_widens_the_young_generation(
     worlds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector: None
 ) -> None:
-    assert gc.get_threshold()[0] != YOUNG_OBJECTS and gc.get_freeze_count() == 0  # else this test proves nothing
+    # else this test proves nothing
+    assert gc.get_threshold()[0] != YOUNG_OBJECTS and gc.get_freeze_count() == 0
+    assert sys.getswitchinterval() != pytest.approx(SWITCH_SECONDS)
     served: dict[str, Any] = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **options: served.update(app=app, **collector_now()))
     ran = gm(
@@ -46,6 +51,7 @@ def test_gm_serve_freezes_the_built_app_and_widens_the_young_generation(
     )
     assert ran.returncode == 0, ran.stderr
     assert served["young"] == YOUNG_OBJECTS
+    assert served["switch"] == pytest.approx(SWITCH_SECONDS)
     assert served["frozen"] > 10_000  # the web stack, openai's types and the app itself
 
 
@@ -68,4 +74,5 @@ def test_each_worker_of_gm_serve_tunes_its_own_collector(
     monkeypatch.setenv(WORKER_ARGUMENTS, json.dumps(options))
     assert worker_app() is not None
     assert collector_now()["young"] == YOUNG_OBJECTS
+    assert sys.getswitchinterval() == pytest.approx(SWITCH_SECONDS)
     assert gc.get_freeze_count() > 10_000
