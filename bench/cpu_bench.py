@@ -12,7 +12,9 @@ round engine, the database (and any threads it uses), the openai client and this
 
 Odd rounds roll a check (roll_check, then narrate with the honest outcome: 2 game-master calls, plus
 the judge's when it is on); even rounds end in plain text (1 call). After each `game.play` the
-player awaits `game.settle()`, timed apart: the memory keeper's CPU, reported on its own.
+player awaits `game.settle(flush=False)`, timed apart: the memory keeper's CPU, reported on its own.
+`flush=False` waits for the keeper's work that round started, without writing a batch not yet due,
+as a server runs it (a tree from before the batches has no `flush`, and settles each round).
 
 For each round: CPU ms = `time.process_time()` (every thread of the player process) across
 `game.play`; wall ms = `time.perf_counter()` across it (which also holds the fake's own time and
@@ -42,6 +44,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import functools
+import inspect
 import json
 import math
 import os
@@ -90,6 +94,8 @@ async def player(base_url: str, world: str, database: str, settle_every: str = "
     store = Store(database)
     game = Game(client, store)
     stories = {judge: game.start_story(world, settings={"judge": judge}) for judge in JUDGES}
+    batched = "flush" in inspect.signature(game.settle).parameters  # trees before the keeper's batches: no flush
+    settle = functools.partial(game.settle, flush=False) if batched else game.settle
     print(json.dumps({"ready": True}), flush=True)
     loop = asyncio.get_running_loop()
     while True:
@@ -103,7 +109,7 @@ async def player(base_url: str, world: str, database: str, settle_every: str = "
                 result = await game.play(story_id, player_text(number))
                 played_cpu, played_wall = time.process_time(), time.perf_counter()
                 if number % int(settle_every) == 0:
-                    await game.settle()
+                    await settle()
                 row = {
                     "judge": judge,
                     "n": number,
@@ -362,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("## Before and after (CPU medians)\n")
         print(ratio_table(results, rounds, "before", "after") + "\n")
     every = "each round" if arguments.settle_every == 1 else f"every {arguments.settle_every} rounds"
-    print(f"## The memory keeper (`game.settle()` after {every}, timed apart)\n")
+    print(f"## The memory keeper (`game.settle(flush=False)` after {every}, timed apart)\n")
     print(keeper_table(results) + "\n")
     refusals = {name: sum(r["refusals"] for r in rows) for name, rows in results.items()}
     unrolled = {name: sum(1 for r in rows if r["n"] % 2 and not r["rolled"]) for name, rows in results.items()}
