@@ -35,10 +35,11 @@ from gm.resume import abandon_round, continue_round
 from gm.round import PlayerRoll, RoundEvents, RoundPaused, RoundResult, RoundSettings, play_round
 from gm.secret import end_story
 from gm.seeds import first_seed
+from gm.shared_worlds import SharedWorlds
 from gm.store import Store, Story
 from gm.text import require_storable
 from gm.world import load_world
-from gm.worlddef import World, world_from_data
+from gm.worlddef import World
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class Game:
         self._waiting: LRU[str, bool] = LRU(cached_worlds)
         self._queued: set[tuple[str, bool]] = set()  # catch-ups waiting for their story's lock (at most the tasks)
         self._worlds: LRU[str, World] = LRU(cached_worlds)
+        self._shared_worlds = SharedWorlds(cached_worlds)  # stories of one world share its World (gm.shared_worlds)
 
     def start_story(
         self,
@@ -136,7 +138,8 @@ class Game:
             clock=0 if world.calendar is not None else None,  # the calendar's start date and time
         )
         story_id = self.store.create_story(story, first_seed() if fair else None).id
-        self._worlds.put(story_id, world)  # built from the very data stored: its first round need not rebuild it
+        # built from the very data stored: its first round need not rebuild it
+        self._worlds.put(story_id, self._shared_worlds.share(world))
         return story_id
 
     def world(self, story_id: str) -> World:
@@ -149,7 +152,7 @@ class Game:
         world = self._worlds.get(story_id)
         if world is None:
             story = self.store.story(story_id)
-            world = world_from_data(story.world_data, story.dice_data)
+            world = self._shared_worlds.build(story.world_data, story.dice_data)
             self._worlds.put(story_id, world)
         return world
 
@@ -160,7 +163,7 @@ class Game:
         world = self._worlds.get(story_id)
         if world is None:
             story = await self.store.off_loop(self.store.story, story_id)
-            world = await asyncio.to_thread(world_from_data, story.world_data, story.dice_data)
+            world = await asyncio.to_thread(self._shared_worlds.build, story.world_data, story.dice_data)
             self._worlds.put(story_id, world)
         return world
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import gm.game
+import gm.shared_worlds
 from gm.game import Game, StoryLocks
 from gm.lru import LRU
 from gm.rehearsal import RehearsalModel
@@ -44,7 +47,7 @@ def test_a_story_started_keeps_its_world_so_its_first_round_does_not_check_it_ag
     game = Game(RehearsalModel(world), sqlite)
     story = game.begin(world)
     built: list[object] = []
-    monkeypatch.setattr(gm.game, "world_from_data", lambda *data: built.append(data))
+    monkeypatch.setattr(gm.shared_worlds, "world_from_data", lambda *data: built.append(data))
     assert asyncio.run(game.world_of(story)) is world
     assert built == []
     other = Game(RehearsalModel(world), sqlite)  # another process: it builds the world once, then keeps it
@@ -125,3 +128,22 @@ def test_a_task_cancelled_while_waiting_lets_go_of_the_story_lock() -> None:
 def test_an_lru_refuses_to_hold_nothing() -> None:
     with pytest.raises(ValueError):
         LRU[str, int](0)
+
+
+def test_stories_of_one_world_share_one_world_and_another_world_gets_its_own(
+    sqlite: Store, harbor: Path, tmp_path: Path
+) -> None:
+    game = Game(RehearsalModel(load_world(harbor)), sqlite)
+    first, second = game.begin(load_world(harbor)), game.begin(load_world(harbor))  # two equal Worlds, loaded apart
+    assert game.world(first) is game.world(second)
+    edited = tmp_path / "edited"
+    shutil.copytree(harbor, edited)
+    definition = json.loads((edited / "world.json").read_text())
+    (edited / "world.json").write_text(json.dumps({**definition, "title": "Another Harbour"}))
+    other = game.begin(load_world(edited))
+    assert game.world(other) is not game.world(first) and game.world(other).title == "Another Harbour"
+    # a new Game (another process) rebuilds them from the store, once per world, with the async path too
+    later = Game(RehearsalModel(load_world(harbor)), sqlite)
+    assert later.world(first) is asyncio.run(later.world_of(second))
+    assert later.world(other).title == "Another Harbour"
+    assert later.world(first).title == definition["title"]
