@@ -1,16 +1,23 @@
-"""A story's round lease while a round runs: taken (or waited for), renewed by a heartbeat, then released.
+"""A story's round lease while a round runs: taken as the round opens, renewed by a heartbeat, let go as it ends.
 
 Two rounds of one story never run at once, even in two processes sharing a database: a round takes
-the story's lease first (`Store.take_lease`, one conditional UPDATE). The lease is short - by default
-20 s - and a heartbeat task renews it every 5 s for as long as the round runs, so a round may take
-as long as its model calls need (8 calls of up to 120 s each), while a process killed mid-round
-(`kill -9`, a lost machine) holds its story at most `lease_seconds` after its last renewal. The next
-round of the story then marks the dead process's attempt abandoned (`Store.start_attempt`).
+the story's lease in the transaction that opens its attempt (`Store.open_attempt`, or
+`gm.paused.take_paused` for a round taken up again), with one conditional UPDATE that comes first,
+so a story another round holds is refused before anything else is read or written (`LeaseBusy`);
+the round waits and tries again for `wait_seconds`, then `StoryBusy`. The lease is short - by
+default 20 s - and a heartbeat task renews it every 5 s for as long as the round runs, so a round
+may take as long as its model calls need (8 calls of up to 120 s each), while a process killed
+mid-round (`kill -9`, a lost machine) holds its story at most `lease_seconds` after its last
+renewal. The next round of the story then marks the dead process's attempt abandoned.
 
 A process can still lose its lease while alive (paused longer than the lease, or cut off from the
-database while another took it over), so the lease also fences the accepted round:
-`Store.accept_round(..., holder=...)` writes the round only if this round still holds the lease,
-else it raises `LeaseLost` and the round fails with one sentence, its rolls kept.
+database while another took it over), so the lease also fences the round's end: the transaction
+that writes the accepted round (`Store.accept_round(..., holder=...)`) or keeps a round paused for
+dice (`gm.paused.keep_paused`) writes it only if this round still holds the lease, else it raises
+`LeaseLost` and the round fails with one sentence, its rolls kept. That same transaction lets the
+lease go. A round that ends any other way (a refusal as it opens, a model error, a cancel, a lost
+lease, a bug) lets it go in a transaction of its own (`RoundLease.release`), as does a round whose
+opening failed after its lease was taken.
 
 The times are `RoundSettings.lease_seconds` and `.heartbeat_seconds`; `gm serve` reads them from
 `GM_LEASE_SECONDS` and `GM_HEARTBEAT_SECONDS`. The heartbeat must beat at least twice a lease, so
@@ -23,18 +30,20 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from gm.errors import StoryBusy
 from gm.store import Store
+from gm.store_stories import BUSY as BUSY
+from gm.store_stories import Claim, LeaseBusy
 
 if TYPE_CHECKING:
     from gm.round import RoundSettings
 
 log = logging.getLogger(__name__)
 
-BUSY = "another round of this story is being played right now; try again when it is done"
+T = TypeVar("T")
 
 
 def check_settings(settings: RoundSettings) -> None:
@@ -48,38 +57,66 @@ def check_settings(settings: RoundSettings) -> None:
         )
 
 
-@contextlib.asynccontextmanager
-async def held_lease(store: Store, story_id: str, holder: str, settings: RoundSettings) -> AsyncIterator[None]:
-    """Hold the story's lease for the block as `holder`, renewed by a heartbeat; `StoryBusy` if it cannot be had."""
-    check_settings(settings)
-    await _take(store, story_id, holder, settings)
-    heartbeat = asyncio.create_task(_heartbeat(store, story_id, holder, settings), name=f"heartbeat {story_id}")
-    try:
-        yield
-    finally:
-        heartbeat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await heartbeat
-        await store.off_loop(store.release_lease, story_id, holder)
+class RoundLease:
+    """One round's hold on its story: taken by the transaction that opens the round, renewed while it runs."""
 
+    def __init__(self, store: Store, story_id: str, settings: RoundSettings) -> None:
+        check_settings(settings)
+        self.store, self.story_id, self.settings = store, story_id, settings
+        self.claim = Claim(uuid.uuid4().hex, settings.lease_seconds)
+        self.ending = False  # set as the round's last transaction (which lets the lease go) is handed over
+        self._heartbeat: asyncio.Task[None] | None = None
 
-async def _take(store: Store, story_id: str, holder: str, settings: RoundSettings) -> None:
-    deadline = time.monotonic() + settings.wait_seconds
-    while not await store.off_loop(store.take_lease, story_id, holder, settings.lease_seconds):
-        if time.monotonic() >= deadline:
-            raise StoryBusy(BUSY)
-        await asyncio.sleep(0.05)
+    @property
+    def holder(self) -> str:
+        return self.claim.holder
 
+    async def open(self, work: Callable[..., T], *arguments: Any) -> T:
+        """`work(*arguments)` in a worker thread (`Store.off_loop`): work that takes the lease with `self.claim`
+        first thing, raising `LeaseBusy` if it is held. Tried again every 50 ms for `wait_seconds`, then
+        `StoryBusy`. Once it has returned, the heartbeat renews the lease until the round ends."""
+        deadline = time.monotonic() + self.settings.wait_seconds
+        while True:
+            try:
+                opened = await self.store.off_loop(work, *arguments)
+            except LeaseBusy:  # nothing was done: the lease is another round's
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.05)
+                continue
+            except BaseException:  # refused, or failed after it was taken: never left held
+                await self.release()
+                raise
+            name = f"heartbeat {self.story_id}"
+            self._heartbeat = asyncio.create_task(self._beat(), name=name)
+            return opened
 
-async def _heartbeat(store: Store, story_id: str, holder: str, settings: RoundSettings) -> None:
-    """Renew the lease every `heartbeat_seconds` until cancelled; a lost lease is left to the accept's fence."""
-    while True:
-        await asyncio.sleep(settings.heartbeat_seconds)
-        try:
-            renewed = await store.off_loop(store.renew_lease, story_id, holder, settings.lease_seconds)
-        except Exception:  # the database is out of reach for now: try again at the next beat
-            log.warning("the lease of story %s could not be renewed; trying again", story_id, exc_info=True)
-            continue
-        if not renewed:
-            log.warning("story %s: this round lost its lease, so it will not be saved", story_id)
-            return
+    async def stop(self) -> None:
+        """Stop renewing: the round's last transaction let the lease go (or it is let go next)."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat  # a renewal already running ends first (gm.workers)
+            self._heartbeat = None
+
+    async def release(self) -> None:
+        """Stop renewing and let the lease go, in a transaction of its own: for a round that did not end in one
+        that let it go. Only the holder's lease is let go: one another round took meanwhile stays its own."""
+        await self.stop()
+        await self.store.off_loop(self.store.release_lease, self.story_id, self.holder)
+
+    async def _beat(self) -> None:
+        """Renew the lease every `heartbeat_seconds` until stopped; a lost lease is left to the fence at the end."""
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_seconds)
+            try:
+                renewed = await self.store.off_loop(
+                    self.store.renew_lease, self.story_id, self.holder, self.settings.lease_seconds
+                )
+            except Exception:  # the database is out of reach for now: try again at the next beat
+                log.warning("the lease of story %s could not be renewed; trying again", self.story_id, exc_info=True)
+                continue
+            if not renewed:
+                if not self.ending:  # not let go by the round's own last transaction, but taken
+                    log.warning("story %s: this round lost its lease, so it will not be saved", self.story_id)
+                return

@@ -41,6 +41,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from gm.calendar import story_time
 from gm.completion import strip_reasoning
 from gm.errors import OperatorError, UsageError
@@ -49,6 +51,7 @@ from gm.model import ChatModel, Completion, ModelError
 from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
 from gm.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_from
 from gm.store import Store, StoryState
+from gm.store_rounds import memories_between, newest_rounds, rounds_numbered
 from gm.text import storable
 
 log = logging.getLogger(__name__)
@@ -126,20 +129,22 @@ def recall(store: Store, story: Story | StoryState, before: int) -> Past:
     failed memory call, a crash) is shown verbatim in its place (the newest `LATE_ROUNDS` of them),
     so the game master never meets a gap in the story.
     """
-    recent = [record for record in store.rounds(story.id, last=VERBATIM_ROUNDS) if record.number < before]
+    with store.reading() as connection:
+        return recall_on(connection, story, before)
+
+
+def recall_on(connection: Connection, story: Story | StoryState, before: int) -> Past:
+    """`recall` on a connection already open: a round reads its past in the transaction that opens it."""
+    recent = [record for record in newest_rounds(connection, story.id, VERBATIM_ROUNDS) if record.number < before]
     first_verbatim = recent[0].number if recent else before
-    memories = [
-        entry for entry in store.memories(story.id, after=story.summary_through) if entry.round_number < first_verbatim
-    ]
+    memories = memories_between(connection, story.id, story.summary_through, first_verbatim)
     # Rounds are numbered 1, 2, 3... with no holes, so a missing memory shows without another query.
     # The rounds are read after the memories: a memory written in between then leaves its round shown
     # verbatim, never not at all.
     missing = set(range(story.summary_through + 1, first_verbatim)) - {entry.round_number for entry in memories}
     late = sorted(missing)[-LATE_ROUNDS:]
     if late:
-        kept = set(late)
-        older = [record for record in store.rounds(story.id, after=late[0] - 1) if record.number in kept]
-        recent = older + recent
+        recent = rounds_numbered(connection, story.id, late) + recent
     return Past(story.summary, memories, recent)
 
 

@@ -1,10 +1,11 @@
 """Rounds paused for the player's dice, in the database: kept, taken up again, or dropped (see gm.table).
 
 A paused round is one `PausedRound` row per story. It is written under the story's lease (fenced as
-an accepted round is), which is then let go: the player may take minutes to roll. While the row is
-there, no other round of the story starts (`waiting_sentence`). Taking it up again deletes the row and
-sets its attempt running, in one transaction under the lease of the process that goes on with it,
-which need not be the one that paused it. Abandoning it marks its attempt failed; its rolls stay.
+an accepted round is), which the same transaction lets go: the player may take minutes to roll. While
+the row is there, no other round of the story starts (`waiting_sentence`). Taking it up again takes
+the lease, deletes the row and sets its attempt running, in one transaction of the process that goes
+on with it, which need not be the one that paused it. Abandoning it marks its attempt failed; its
+rolls stay.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gm.records import Attempt, ModelCall, PausedRound, RollRecord, SeedRecord, 
 from gm.store import LEASE_LOST, Store, StoryState
 from gm.store_rolls import rolls_by_id, rolls_of_round, unfinished_attempts
 from gm.store_rounds import read_seed, read_story_state
+from gm.store_stories import LEASE_TAKE, Claim, LeaseBusy
 from gm.store_tables import row_of, table_of
 
 PAUSED = table_of(PausedRound)
@@ -63,13 +65,14 @@ def refuse_if_waiting(store: Store, story_id: str) -> None:
 
 
 def keep_paused(store: Store, paused: PausedRound, calls: Sequence[ModelCall], holder: str) -> None:
-    """Write the paused round, its attempt marked paused, with the model calls so far, if `holder` holds the lease."""
+    """Write the paused round, its attempt marked paused, with the model calls so far, if `holder` holds the lease,
+    and let the lease go (one transaction)."""
     with store.session() as session:
         fence = (
             update(Story)
             .where(col(Story.id) == paused.story_id)
             .where(col(Story.lease_holder) == holder)
-            .values(lease_holder=holder)
+            .values(lease_holder=None, lease_expires=None)
         )
         if session.execute(fence).rowcount != 1:  # type: ignore[attr-defined]
             raise LeaseLost(LEASE_LOST)
@@ -99,14 +102,17 @@ class TakenUp:
     seed: SeedRecord | None
 
 
-def take_paused(store: Store, story_id: str, attempt_id: str) -> TakenUp:
-    """Take the paused round up again (under the lease): its row deleted and its attempt running, at once,
-    with everything its attempt is rebuilt from read in the same transaction.
+def take_paused(store: Store, story_id: str, attempt_id: str, lease: Claim | None = None) -> TakenUp:
+    """Take the paused round up again: its row deleted and its attempt running, at once, with everything its
+    attempt is rebuilt from read in the same transaction.
 
-    `attempt_id` is the attempt the faces were checked against; if another process answered or
-    abandoned it meanwhile, `Conflict` and nothing changes.
+    With `lease`, the story's lease is taken first in that transaction (`LeaseBusy`, and nothing done, if
+    another round holds it); without, the caller holds it. `attempt_id` is the attempt the faces were
+    checked against; if another process answered or abandoned it meanwhile, `Conflict` and nothing changes.
     """
     with store.transaction() as connection:
+        if lease is not None and connection.execute(LEASE_TAKE, lease.values(story_id)).rowcount != 1:
+            raise LeaseBusy()
         found = connection.execute(_PAUSED, {"story": story_id}).mappings().first()
         if found is None or found["attempt_id"] != attempt_id:
             raise Conflict(ANSWERED_MEANWHILE)

@@ -1,41 +1,40 @@
 """Going on with a round paused for the player's dice, in this process or any other (see gm.table, gm.paused).
 
 The faces are checked against the question first: a wrong answer is one sentence and changes nothing.
-Then the story's lease is taken, the paused round taken up (its row deleted, its attempt running), and
-the attempt rebuilt from the database as it was: the game master's messages so far, the rolls it holds,
-the refusals and model calls it has spent. The check it paused at runs again with the typed faces as
-its dice, so everything after (the band, the referee, the judge, the chain) is as if the engine had
-rolled them; the roll is marked `typed`. The rest of that answer's tool calls follow, then the tool
-loop as usual, which may pause again at the next check.
+Then the story's lease is taken and the paused round taken up (its row deleted, its attempt running),
+in one transaction, and the attempt rebuilt from the database as it was: the game master's messages
+so far, the rolls it holds, the refusals and model calls it has spent. The check it paused at runs
+again with the typed faces as its dice, so everything after (the band, the referee, the judge, the
+chain) is as if the engine had rolled them; the roll is marked `typed`. The rest of that answer's
+tool calls follow, then the tool loop as usual, which may pause again at the next check.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
-from typing import Any
 
 from gm import dice
 from gm.errors import Conflict, StoryBusy
 from gm.judge import Judge
-from gm.lease import held_lease
+from gm.lease import RoundLease
 from gm.model import ChatModel, ToolCall
 from gm.paused import NOTHING_WAITING, drop_paused, paused_round, take_paused
 from gm.public import QuestionPublic
 from gm.retries import EarlierRolls
 from gm.round import (
+    AttemptState,
     RoundEvents,
     RoundPaused,
     RoundResult,
     RoundSettings,
-    _Attempt,
     bind_secrets,
+    on_loop,
     roll_writer,
     run_attempt,
 )
 from gm.seeds import fair_dice
 from gm.store import Store
+from gm.store_stories import Claim
 from gm.table import read_faces
 from gm.tools import RoundTools
 from gm.worlddef import World
@@ -60,21 +59,12 @@ async def continue_round(
     if paused is None:
         raise Conflict(NOTHING_WAITING)
     faces = read_faces(faces_text, QuestionPublic.model_validate(paused.question))  # WrongFaces: the question stands
-    loop = asyncio.get_running_loop()
-    loop_thread = threading.get_ident()
-    listener = events or (lambda kind, data: None)
-
-    def tell(kind: str, data: dict[str, Any]) -> None:
-        if threading.get_ident() == loop_thread:
-            listener(kind, data)
-        else:
-            loop.call_soon_threadsafe(listener, kind, data)
-
+    tell = on_loop(events or (lambda kind, data: None))
     settings = settings or RoundSettings()
-    holder = uuid.uuid4().hex
-    async with held_lease(store, story_id, holder, settings):
-        state, pending = await store.off_loop(_taken_up, store, story_id, world, paused.attempt_id, faces, source, tell)
-        return await run_attempt(store, story_id, world, model, state, settings, judge, holder, pending)
+    lease = RoundLease(store, story_id, settings)  # taken as the round is taken up, renewed by a heartbeat
+    taken_up = (store, story_id, world, paused.attempt_id, faces, source, tell, lease.claim)
+    state, pending = await lease.open(_taken_up, *taken_up)
+    return await run_attempt(store, story_id, world, model, state, settings, judge, lease, pending)
 
 
 def _taken_up(
@@ -85,9 +75,10 @@ def _taken_up(
     faces: list[int],
     source: dice.DiceSource | None,
     tell: RoundEvents,
-) -> tuple[_Attempt, list[ToolCall]]:
-    """The paused attempt rebuilt from the database (under the lease), its check's faces ready to roll."""
-    taken = take_paused(store, story_id, attempt_id)  # one transaction: taken up, and all it is rebuilt from
+    lease: Claim,
+) -> tuple[AttemptState, list[ToolCall]]:
+    """The paused attempt rebuilt from the database (taking the lease), its check's faces ready to roll."""
+    taken = take_paused(store, story_id, attempt_id, lease)  # one transaction: lease, taken up, all it is rebuilt from
     paused, rolls = taken.paused, taken.held
     retried = EarlierRolls(taken.others, _taken={roll.id for roll in rolls})
     rolling = fair_dice(taken.story, taken.seed, source)  # plain dice (roll_dice) are still the engine's
@@ -107,7 +98,7 @@ def _taken_up(
     )
     tools.told = set(paused.told)  # what the game master had read before the answer it paused in
     bind_secrets(store, tools)
-    state = _Attempt(
+    state = AttemptState(
         list(paused.messages),
         attempt_id,
         paused.round_number,

@@ -1,11 +1,12 @@
 """The store's rounds: an attempt opened and a round accepted (one transaction each), memory and model calls.
 
-A round is played as an *attempt*. Opening it reads the story, a paused round and the round's earlier
-rolls and writes the attempt in one transaction (`open_attempt`); the past the game master is shown is
-read apart, by the memory keeper's `recall` (`past`, one connection). When the referee accepts it,
-the round (its text, narration, outcomes, refusals, and its rolls as written) is written with its
-model calls, its attempt marked accepted and the story counted, in one transaction fenced on the
-lease (`accept_round`).
+A round is played as an *attempt*. Opening it takes the story's lease, reads the story, a paused round
+and the round's earlier rolls, and writes the attempt, in one transaction (`open_attempt`); the round
+(gm.attempt) reads the past the game master is shown in the same transaction (gm.memory's
+`recall_on`, from `newest_rounds`, `memories_between` and `rounds_numbered`). When the referee
+accepts it, the round (its text, narration, outcomes, refusals, and its rolls as written) is written
+with its model calls, its attempt marked accepted, the story counted and its lease let go, in one
+transaction fenced on the lease (`accept_round`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Select, bindparam, delete, func, insert, update
+from sqlalchemy import BigInteger, Integer, Select, bindparam, delete, func, insert, literal_column, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -25,6 +26,7 @@ from sqlmodel import col, select
 from gm.errors import Conflict, LeaseLost
 from gm.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
 from gm.store_rolls import insert_attempt, insert_calls, rolls_by_id, rolls_of_round, unfinished_attempts
+from gm.store_stories import LEASE_TAKE, Claim, LeaseBusy
 from gm.store_tables import LEASE_LOST, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
 from gm.text import unstorable
 
@@ -78,39 +80,11 @@ Admit = Callable[[StoryState, "dict[str, Any] | None"], None]
 class RoundTables(Tables):
     """Opening attempts, accepting rounds; rounds, memory and model calls."""
 
-    def open_attempt(self, story_id: str, *, regenerate: bool, admit: Admit) -> Opened:
-        """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction.
-
-        Called under the story's lease, so what it reads stays as read until the round ends. `admit`
-        sees the story and any paused round's question first, and refuses the round by raising (nothing
-        is written then). Any attempt of the story still running is marked abandoned (its process died).
-        """
-        if unstorable(story_id):
-            raise StoryNotFound(story_id)
+    def open_attempt(self, story_id: str, *, regenerate: bool, admit: Admit, lease: Claim | None = None) -> Opened:
+        """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction
+        (see `open_attempt`; a round opens its own and reads its past in the same transaction: gm.attempt)."""
         with self.transaction() as connection:
-            found = connection.execute(_OPEN, {"story": story_id}).first()
-            if found is None:
-                raise StoryNotFound(story_id)
-            story = StoryState(*found[:-1])
-            admit(story, found[-1])
-            number = story.rounds if regenerate else story.rounds + 1
-            opened = Opened(story, Attempt(story_id=story_id, round_number=number, regenerating=regenerate), number)
-            if regenerate:  # the round played again, and the one before it (the time it ended is where this starts)
-                by_number = {record.number: record for record in _newest_rounds(connection, story_id, 2)}
-                last = by_number.get(number)
-                if last is None:
-                    raise Conflict(NOTHING_TO_REGENERATE)
-                opened.player_text = last.player_text
-                opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
-                if (before := by_number.get(number - 1)) is not None:
-                    opened.clock_before = before.clock
-            if story.fair:
-                opened.seed = read_seed(connection, story)
-            insert_attempt(connection, opened.attempt)
-            opened.retried = rolls_of_round(connection, story_id, number)
-            if any(roll.attempt_id != opened.attempt.id for roll in [*opened.retried, *opened.earlier]):
-                opened.unfinished = unfinished_attempts(connection, story_id, number) - {opened.attempt.id}
-        return opened
+            return open_attempt(connection, story_id, regenerate=regenerate, admit=admit, lease=lease)
 
     def accept_round(
         self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = (), *, holder: str | None = None
@@ -121,7 +95,8 @@ class RoundTables(Tables):
         fenced on the story's lease: it happens only if `holder` holds it still, else `LeaseLost` and
         nothing is written. The fence is the UPDATE that counts the round on the story row, so it locks
         that row (PostgreSQL) or the database (SQLite) until the round is written: no other round can take
-        the lease between the check and the commit.
+        the lease between the check and the commit. The same UPDATE lets the lease go: the round is over
+        once it is written, and another round may take the story as soon as it is committed.
         """
         story_id, number = record.story_id, record.number
         with self.transaction() as connection:
@@ -133,7 +108,7 @@ class RoundTables(Tables):
                 connection.execute(_FORGET, {"story": story_id, "round_no": number})
                 replaced = connection.execute(_REPLACE, {"story": story_id, "round_no": number}).rowcount
             counted = {"story": story_id, "added": 0 if replaced else 1, "round_clock": record.clock, "holder": holder}
-            if connection.execute(_COUNT if holder is None else _COUNT_FENCED, counted).rowcount != 1:
+            if connection.execute(_COUNT if holder is None else _COUNT_AND_LET_GO, counted).rowcount != 1:
                 raise StoryNotFound(story_id) if holder is None else LeaseLost(LEASE_LOST)
             try:  # (story, number) is unique: a round of that number already there refuses this one
                 record.id = connection.execute(_ROUND, values_of(record)).scalar_one()
@@ -148,24 +123,16 @@ class RoundTables(Tables):
 
     def rounds(self, story_id: str, after: int = 0, last: int | None = None) -> list[RoundRecord]:
         """Accepted rounds numbered above `after`, oldest first; `last` keeps only the newest few."""
-        with self.session() as session:
-            query = select(RoundRecord).where(RoundRecord.story_id == story_id, RoundRecord.number > after)
+        with self.reading() as connection:
             if last is not None:
-                newest = list(session.exec(query.order_by(col(RoundRecord.number).desc()).limit(last)))
-                return newest[::-1]
-            return list(session.exec(query.order_by(col(RoundRecord.number))))
+                return [record for record in newest_rounds(connection, story_id, last) if record.number > after]
+            rows = connection.execute(_ROUNDS_AFTER, {"story": story_id, "after": after}).mappings()
+            return [row_of(RoundRecord, row) for row in rows]
 
     def round(self, story_id: str, number: int) -> RoundRecord | None:
-        with self.session() as session:
-            query = select(RoundRecord).where(RoundRecord.story_id == story_id, RoundRecord.number == number)
-            return session.exec(query).first()
-
-    def past(self, story_id: str, summary_through: int, before: int, verbatim: int) -> Remembered:
-        """The last `verbatim` rounds before round `before`, and the unfolded memories before those."""
         with self.reading() as connection:
-            recent = [record for record in _newest_rounds(connection, story_id, verbatim) if record.number < before]
-            first_verbatim = recent[0].number if recent else before
-            return recent, _memories(connection, story_id, summary_through, first_verbatim)
+            found = rounds_numbered(connection, story_id, [number])
+            return found[0] if found else None
 
     def add_memory(self, entry: MemoryEntry) -> None:
         """Store a round's memory and mark the round remembered, in one transaction."""
@@ -203,7 +170,7 @@ class RoundTables(Tables):
 
     def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
         with self.reading() as connection:
-            return _memories(connection, story_id, after)
+            return memories_between(connection, story_id, after)
 
     def unremembered(self, story_id: str) -> list[RoundRecord]:
         with self.reading() as connection:
@@ -226,7 +193,48 @@ class RoundTables(Tables):
             return list(session.exec(query))
 
 
-Remembered = tuple[list[RoundRecord], list[MemoryEntry]]  # the newest rounds, and the memories before them
+def open_attempt(
+    connection: Connection, story_id: str, *, regenerate: bool, admit: Admit, lease: Claim | None = None
+) -> Opened:
+    """Open an attempt at the story's next round (or its last again, `regenerate`) in the caller's transaction.
+
+    With `lease`, the story's lease is taken first, by the conditional UPDATE that also reads the story:
+    if another holder has it, `LeaseBusy` and nothing else is done. What is read after it then stays as
+    read until the round ends. `admit` sees the story and any paused round's question first, and refuses
+    the round by raising (the caller's transaction is rolled back, so nothing is written, lease included).
+    Any attempt of the story still running is marked abandoned (its process died).
+    """
+    if unstorable(story_id):
+        raise StoryNotFound(story_id)
+    if lease is None:
+        found = connection.execute(_OPEN, {"story": story_id}).first()
+    elif (found := connection.execute(_TAKE_AND_OPEN, lease.values(story_id)).first()) is None:
+        if connection.execute(_OPEN, {"story": story_id}).first() is None:
+            raise StoryNotFound(story_id)
+        raise LeaseBusy()
+    if found is None:
+        raise StoryNotFound(story_id)
+    story = StoryState(*found[:-1])
+    admit(story, found[-1])
+    number = story.rounds if regenerate else story.rounds + 1
+    opened = Opened(story, Attempt(story_id=story_id, round_number=number, regenerating=regenerate), number)
+    if regenerate:  # the round played again, and the one before it (the time it ended is where this starts)
+        by_number = {record.number: record for record in newest_rounds(connection, story_id, 2)}
+        last = by_number.get(number)
+        if last is None:
+            raise Conflict(NOTHING_TO_REGENERATE)
+        opened.player_text = last.player_text
+        opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
+        if (before := by_number.get(number - 1)) is not None:
+            opened.clock_before = before.clock
+    if story.fair:
+        opened.seed = read_seed(connection, story)
+    insert_attempt(connection, opened.attempt)
+    opened.retried = rolls_of_round(connection, story_id, number)
+    if any(roll.attempt_id != opened.attempt.id for roll in [*opened.retried, *opened.earlier]):
+        opened.unfinished = unfinished_attempts(connection, story_id, number) - {opened.attempt.id}
+    return opened
+
 
 # Each statement is built once: building one costs several times more CPU than running it.
 STORIES = table_of(Story)
@@ -234,11 +242,20 @@ ATTEMPTS = table_of(Attempt)
 PAUSED = table_of(PausedRound)
 SEEDS = table_of(SeedRecord)
 _STORY = STORIES.c.id == bindparam("story")
+_STATE = [STORIES.c[name] for name in StoryState.__slots__]
 _OPEN = (
-    sql_select(*[STORIES.c[name] for name in StoryState.__slots__], PAUSED.c.question)
+    sql_select(*_STATE, PAUSED.c.question)
     .select_from(STORIES.outerjoin(PAUSED, PAUSED.c.story_id == STORIES.c.id))
     .where(_STORY)
 )
+# The paused round's question, beside the story row an UPDATE returns. Spelled out: SQLite's RETURNING
+# would name the columns unqualified, and `id` would then be any column of that name in paused_rounds.
+_QUESTION = (
+    sql_select(PAUSED.c.question)
+    .where(literal_column("paused_rounds.story_id") == literal_column("stories.id"))
+    .scalar_subquery()
+)
+_TAKE_AND_OPEN = LEASE_TAKE.returning(*_STATE, _QUESTION)
 _ACCEPT = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.id == bindparam("attempt"), ATTEMPTS.c.story_id == bindparam("story"))
@@ -258,13 +275,23 @@ _COUNT = (
         clock=func.coalesce(bindparam("round_clock", type_=BigInteger), STORIES.c.clock),
     )
 )
-_COUNT_FENCED = _COUNT.where(STORIES.c.lease_holder == bindparam("holder"))
+# Counted only while `holder` holds the lease, which the same statement lets go.
+_COUNT_AND_LET_GO = _COUNT.where(STORIES.c.lease_holder == bindparam("holder")).values(
+    lease_holder=None, lease_expires=None
+)
 _ROUND = insert(ROUNDS).returning(ROUNDS.c.id)
 _REMEMBERED = update(ROUNDS).where(*_ROUND_NUMBER).values(memory_written=True)
 _MEMORY = insert(MEMORY).returning(MEMORY.c.id)
 _UNREMEMBERED = (
     sql_select(ROUNDS)
     .where(ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.memory_written.is_(False))
+    .order_by(ROUNDS.c.number)
+)
+_OF_STORY = ROUNDS.c.story_id == bindparam("story")
+_ROUNDS_AFTER = sql_select(ROUNDS).where(_OF_STORY, ROUNDS.c.number > bindparam("after")).order_by(ROUNDS.c.number)
+_ROUNDS_NUMBERED = (
+    sql_select(ROUNDS)
+    .where(_OF_STORY, ROUNDS.c.number.in_(bindparam("numbers", expanding=True)))
     .order_by(ROUNDS.c.number)
 )
 _FOLD = update(STORIES).where(_STORY).values(summary=bindparam("folded"), summary_through=bindparam("through"))
@@ -279,12 +306,10 @@ _SEED = sql_select(SEEDS).where(SEEDS.c.story_id == bindparam("story"), SEEDS.c.
 
 @lru_cache(maxsize=16)  # one statement per count asked for: the verbatim window and 2
 def _newest(count: int) -> Select[Any]:
-    return (
-        sql_select(ROUNDS).where(ROUNDS.c.story_id == bindparam("story")).order_by(ROUNDS.c.number.desc()).limit(count)
-    )
+    return sql_select(ROUNDS).where(_OF_STORY).order_by(ROUNDS.c.number.desc()).limit(count)
 
 
-def _newest_rounds(connection: Connection, story_id: str, count: int) -> list[RoundRecord]:
+def newest_rounds(connection: Connection, story_id: str, count: int) -> list[RoundRecord]:
     """The story's newest `count` rounds, oldest first."""
     if count <= 0:
         return []
@@ -292,7 +317,13 @@ def _newest_rounds(connection: Connection, story_id: str, count: int) -> list[Ro
     return [row_of(RoundRecord, row) for row in rows][::-1]
 
 
-def _memories(connection: Connection, story_id: str, after: int, before: int | None = None) -> list[MemoryEntry]:
+def rounds_numbered(connection: Connection, story_id: str, numbers: Sequence[int]) -> list[RoundRecord]:
+    """The story's rounds of these numbers (those there are), oldest first."""
+    rows = connection.execute(_ROUNDS_NUMBERED, {"story": story_id, "numbers": list(numbers)}).mappings()
+    return [row_of(RoundRecord, row) for row in rows]
+
+
+def memories_between(connection: Connection, story_id: str, after: int, before: int | None = None) -> list[MemoryEntry]:
     """The story's memories of rounds after `after` (and before `before`), oldest first."""
     if before is None:
         rows = connection.execute(_MEMORIES, {"story": story_id, "after": after}).mappings()

@@ -1,12 +1,16 @@
 """The store's stories: written, found by a whole or shortened id, listed, and the round lease on each.
 
 Two rounds of one story never run at once: a lease on the story row, taken with one conditional
-UPDATE, holds across processes on SQLite and PostgreSQL alike (gm.lease). Taking, renewing and
-releasing it are each their own short transaction, as fencing needs.
+UPDATE, holds across processes on SQLite and PostgreSQL alike (gm.lease). A round takes it in the
+transaction that opens its attempt and lets it go in the one that accepts the round (gm.store_rounds);
+the methods here take, renew and release it each in a short transaction of their own, for the
+heartbeat, for work done under the lease outside a round (a reveal, an end, an abandon) and for a
+round that failed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,9 +18,32 @@ from sqlalchemy import bindparam, update
 from sqlalchemy import select as sql_select
 from sqlmodel import col, select
 
+from gm.errors import StoryBusy
 from gm.records import SeedRecord, Story
 from gm.store_tables import ID_PREFIX, SHORT_ID, AmbiguousStory, StoryNotFound, Tables, row_of, table_of
 from gm.text import unstorable
+
+BUSY = "another round of this story is being played right now; try again when it is done"
+
+
+class LeaseBusy(StoryBusy):
+    """Another holder has the story's lease, so the transaction that would have taken it did nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(BUSY)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Who takes a story's lease, and for how long from the moment it is taken (`holder` is unique per round)."""
+
+    holder: str
+    seconds: float
+
+    def values(self, story_id: str) -> dict[str, Any]:
+        """The parameters of `LEASE_TAKE`, timed now: in the worker thread, as the transaction runs."""
+        now = datetime.now(UTC)
+        return {"story": story_id, "now": now, "holder": self.holder, "until": now + timedelta(seconds=self.seconds)}
 
 
 class StoryTables(Tables):
@@ -81,10 +108,8 @@ class StoryTables(Tables):
 
     def take_lease(self, story_id: str, holder: str, seconds: float) -> bool:
         """Take the story's round lease unless someone else holds an unexpired one; True if taken."""
-        now = datetime.now(UTC)
-        values = {"story": story_id, "now": now, "holder": holder, "until": now + timedelta(seconds=seconds)}
         with self.transaction() as connection:
-            return connection.execute(_TAKE, values).rowcount == 1
+            return connection.execute(LEASE_TAKE, Claim(holder, seconds).values(story_id)).rowcount == 1
 
     def renew_lease(self, story_id: str, holder: str, seconds: float) -> bool:
         """Extend `holder`'s lease to `seconds` from now; False (and nothing changed) if it holds it no more."""
@@ -101,7 +126,8 @@ STORIES = table_of(Story)
 _STORY = sql_select(STORIES).where(STORIES.c.id == bindparam("story"))
 _HELD = (STORIES.c.id == bindparam("story")) & (STORIES.c.lease_holder == bindparam("holder"))
 _FREE = STORIES.c.lease_holder.is_(None) | (STORIES.c.lease_expires < bindparam("now"))
-_TAKE = (
+# Taken only if nobody holds it or the holder's time ran out; a round's opening adds RETURNING (gm.store_rounds).
+LEASE_TAKE = (
     update(STORIES)
     .where(STORIES.c.id == bindparam("story"), _FREE)
     .values(lease_holder=bindparam("holder"), lease_expires=bindparam("until"))
