@@ -6,7 +6,9 @@ Named in families as the rest of the code reads them: `StoryBase` holds what a s
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -44,16 +46,45 @@ class Built:
     """
 
     def __init__(self, **values: Any) -> None:
-        fields = type(self).model_fields  # type: ignore[attr-defined]
-        built = {name: values[name] for name in fields if name in values}
+        cls = type(self)
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = _fields_of(cls.model_fields)  # type: ignore[attr-defined]
+        built = {name: values[name] for name, _, _ in fields if name in values}
         given = set(built)
-        for name, field in fields.items():
-            if name not in built and not field.is_required():
-                built[name] = field.get_default(call_default_factory=True)
+        if len(built) < len(fields):  # then the defaults, after the values given (a record dumps in this order)
+            for name, default, factory in fields:
+                if name not in built:
+                    if factory is not None:
+                        built[name] = factory()
+                    elif default is not _REQUIRED:
+                        built[name] = default
         self.__dict__.update(built)  # the instance's state was set up by the ORM's __init__ wrapper
         object.__setattr__(self, "__pydantic_fields_set__", given)
         object.__setattr__(self, "__pydantic_extra__", None)
         object.__setattr__(self, "__pydantic_private__", None)
+
+
+# Per table class, each field's name with its constant default or its default factory. Asking pydantic for
+# each default as a record is built (`FieldInfo.get_default`) cost more than the rest of building it.
+_Field = tuple[str, Any, Callable[[], Any] | None]
+_FIELDS: dict[type, tuple[_Field, ...]] = {}
+_REQUIRED = object()  # no default: a field left out stays unset
+_IMMUTABLE = (type(None), bool, int, float, str)  # a default shared by every record must be one of these
+
+
+def _fields_of(fields: dict[str, Any]) -> tuple[_Field, ...]:
+    found: list[_Field] = []
+    for name, field in fields.items():
+        if field.is_required():
+            found.append((name, _REQUIRED, None))
+        elif field.default_factory is not None:
+            found.append((name, None, field.default_factory))
+        elif isinstance(field.default, _IMMUTABLE):
+            found.append((name, field.default, None))
+        else:  # a mutable default: each record gets its own copy, as pydantic gives it
+            found.append((name, None, functools.partial(field.get_default, call_default_factory=True)))
+    return tuple(found)
 
 
 class StoryBase(SQLModel):

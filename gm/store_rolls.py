@@ -160,6 +160,7 @@ _CLAIM = (
     .returning(STORIES.c.chain_length, STORIES.c.chain_head, STORIES.c.seed_epoch)
 )
 _ROLL = insert(ROLLS).returning(ROLLS.c.id)
+_CALLS = insert(CALLS)
 _HEAD = update(STORIES).where(STORIES.c.id == bindparam("story")).values(chain_head=bindparam("head"))
 _ABANDON = (
     update(ATTEMPTS)
@@ -194,7 +195,7 @@ def insert_attempt(connection: Connection, attempt: Attempt) -> None:
 def insert_calls(connection: Connection, calls: Sequence[ModelCall]) -> None:
     """Write model calls in one statement."""
     if calls:
-        connection.execute(insert(CALLS), [values_of(call) for call in calls])
+        connection.execute(_CALLS, [values_of(call) for call in calls])
 
 
 def unfinished_attempts(connection: Connection, story_id: str, round_number: int | None = None) -> set[str]:
