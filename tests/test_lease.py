@@ -3,7 +3,9 @@
 A round that outlives its lease must not lose an accepted round: while it runs, a heartbeat renews
 the lease, and accepting the round is written only if its attempt still holds the lease. A round whose
 lease was taken meanwhile fails with one sentence, and its rolls stay. An attempt whose process died
-is marked abandoned when the story's next round starts. On SQLite and PostgreSQL.
+is marked abandoned when the story's next round starts. Since issue 15 the lease is taken by the
+transaction that opens the round and let go by the one that accepts (or pauses) it; every other end
+lets it go on its own. On SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import update
 from sqlmodel import col, select
 
-from gm.errors import LeaseLost, StoryBusy
-from gm.round import RoundSettings
-from gm.store import Attempt, RollRecord, RoundRecord, Store, Story
-from gm.testing import reply, slow
+import gm.attempt
+from gm.errors import Conflict, GmError, LeaseLost, StoryBusy
+from gm.lease import BUSY
+from gm.round import RoundPaused, RoundResult, RoundSettings
+from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, StoryNotFound
+from gm.store_stories import Claim, LeaseBusy
+from gm.testing import http_error, reply, slow
 
 SHORT = RoundSettings(lease_seconds=0.6, heartbeat_seconds=0.15)
 
@@ -175,3 +180,167 @@ def test_the_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="heartbeat"):
         check_settings(RoundSettings(lease_seconds=10, heartbeat_seconds=10))
     assert RoundSettings().lease_seconds <= 30 and RoundSettings().heartbeat_seconds * 2 < RoundSettings().lease_seconds
+
+
+# The lease taken by the transaction that opens the round, and let go by the one that ends it (issue 15).
+
+
+def test_opening_under_a_lease_another_holds_does_nothing_at_all(store: Store) -> None:
+    """The lease's UPDATE comes first: a story another round holds is refused before anything is read or
+    written (a running attempt there is the other round's, not a dead one to mark abandoned)."""
+    story = store.create_story(Story(title="T", world_data={}, dice_data=None, settings={}))
+    assert store.take_lease(story.id, "theirs", 30)
+    theirs = store.start_attempt(story.id, 1)
+    with pytest.raises(LeaseBusy, match="being played"):
+        store.open_attempt(story.id, regenerate=False, admit=lambda state, waiting: None, lease=Claim("mine", 30))
+    assert [(a.id, a.status) for a in attempts(store)] == [(theirs.id, "running")]
+    assert holder_of(store, story.id) == "theirs"
+    with pytest.raises(StoryNotFound):
+        store.open_attempt("0" * 32, regenerate=False, admit=lambda state, waiting: None, lease=Claim("mine", 30))
+
+
+def test_opening_takes_a_free_or_expired_lease_in_its_own_transaction(store: Store) -> None:
+    story = store.create_story(Story(title="T", world_data={}, dice_data=None, settings={}))
+    assert store.take_lease(story.id, "dead process", -1)  # expired long ago
+    opened = store.open_attempt(story.id, regenerate=False, admit=lambda state, waiting: None, lease=Claim("mine", 30))
+    assert holder_of(store, story.id) == "mine" and opened.number == 1
+    assert not store.take_lease(story.id, "theirs", 30)
+
+    def refuse(state: Any, waiting: Any) -> None:
+        raise Conflict("not now")
+
+    store.release_lease(story.id, "mine")
+    with pytest.raises(Conflict):  # a refusal rolls the whole opening back, the lease with it
+        store.open_attempt(story.id, regenerate=False, admit=refuse, lease=Claim("refused", 30))
+    assert holder_of(store, story.id) is None and len(attempts(store)) == 1
+
+
+def test_a_round_waits_for_the_lease_and_plays_once_it_is_let_go(store: Store, tmp_path: Path) -> None:
+    async def play() -> tuple[Any, Any, float]:
+        waiting = RoundSettings(wait_seconds=5)
+        async with table(store, [reply("The fog lifts.")], settings=waiting) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            assert store.take_lease(story, "theirs", 30)
+            started = asyncio.get_running_loop().time()
+            round_ = asyncio.create_task(played.game.play(story, "I wait."))
+            await asyncio.sleep(0.3)
+            during = (round_.done(), [a.status for a in attempts(store)])
+            store.release_lease(story, "theirs")
+            result = await round_
+            return during, result, asyncio.get_running_loop().time() - started
+
+    during, result, waited = asyncio.run(play())
+    assert during == (False, [])  # waiting: nothing opened while another held the story
+    assert result.number == 1 and waited >= 0.3
+    [story] = store.stories()
+    assert story.lease_holder is None and story.lease_expires is None  # let go by the accepting transaction
+
+
+def test_a_busy_story_is_refused_with_nothing_written(store: Store, tmp_path: Path) -> None:
+    async def play() -> BaseException | Any:
+        async with table(store, [], settings=RoundSettings(wait_seconds=0.2)) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            assert store.take_lease(story, "theirs", 30)
+            [outcome] = await asyncio.gather(played.game.play(story, "I shout."), return_exceptions=True)
+            return outcome
+
+    outcome = asyncio.run(play())
+    assert isinstance(outcome, StoryBusy) and str(outcome) == BUSY
+    [story] = store.stories()
+    assert attempts(store) == [] and story.lease_holder == "theirs"  # never let go by a round that did not take it
+
+
+def test_the_lease_is_let_go_after_a_refused_opening(store: Store, tmp_path: Path) -> None:
+    async def play() -> tuple[str, BaseException | Any]:
+        async with table(store, []) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            await played.game.end(story)
+            [outcome] = await asyncio.gather(played.game.play(story, "Once more."), return_exceptions=True)
+            return story, outcome
+
+    story, outcome = asyncio.run(play())
+    assert isinstance(outcome, Conflict) and "ended" in str(outcome)
+    assert holder_of(store, story) is None and attempts(store) == []
+
+
+def test_the_lease_is_let_go_after_a_failed_round(store: Store, tmp_path: Path) -> None:
+    async def play() -> tuple[str, BaseException | Any]:
+        async with table(store, [http_error(400, "Bad request.")], transport="http") as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            [outcome] = await asyncio.gather(played.game.play(story, "I wait."), return_exceptions=True)
+            return story, outcome
+
+    story, outcome = asyncio.run(play())
+    assert isinstance(outcome, GmError), outcome
+    assert holder_of(store, story) is None
+    assert [a.status for a in attempts(store)] == ["failed"]
+
+
+def test_the_lease_is_let_go_after_a_cancelled_round(store: Store, tmp_path: Path) -> None:
+    async def play() -> str:
+        asked = asyncio.Event()
+
+        async def held(request: dict[str, Any]) -> Any:
+            asked.set()
+            await asyncio.sleep(30)
+            return reply("never")
+
+        async with table(store, [held, reply("The fog lifts.")]) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            round_ = asyncio.create_task(played.game.play(story, "I wait."))
+            await asked.wait()
+            round_.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await round_
+            assert holder_of(store, story) is None
+            assert (await played.game.play(story, "Again.")).number == 1  # the story is free at once
+            return story
+
+    story = asyncio.run(play())
+    assert [a.status for a in attempts(store)] == ["failed", "accepted"]
+    assert holder_of(store, story) is None
+
+
+def test_the_lease_is_let_go_when_the_opening_fails_after_taking_it(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure between the opening's commit and the first model call (here the prompt) still lets it go."""
+
+    def broken(*arguments: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(gm.attempt, "game_master_messages", broken)
+
+    async def play() -> tuple[str, BaseException | Any]:
+        async with table(store, []) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            [outcome] = await asyncio.gather(played.game.play(story, "I wait."), return_exceptions=True)
+            return story, outcome
+
+    story, outcome = asyncio.run(play())
+    assert isinstance(outcome, RuntimeError)
+    assert holder_of(store, story) is None
+    assert [a.status for a in attempts(store)] == ["running"]  # as before: the next round marks it abandoned
+
+
+def test_a_round_paused_for_dice_lets_the_lease_go_and_takes_it_again_when_answered(
+    store: Store, tmp_path: Path
+) -> None:
+    async def play() -> tuple[str | None, str | None, Any]:
+        async with table(store, [roll_mara(), narrate_roll()]) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"), settings={"dice_from": "player"})
+            paused = await played.game.play(story, "I pick the lock.")
+            assert isinstance(paused, RoundPaused)
+            while_paused = holder_of(store, story)
+            assert store.take_lease(story, "theirs", 30)  # someone else holds it as the player answers
+            with pytest.raises(StoryBusy):
+                await played.game.answer(story, "11")
+            still = holder_of(store, story)
+            store.release_lease(story, "theirs")
+            return while_paused, still, await played.game.answer(story, "11")
+
+    while_paused, still, result = asyncio.run(play())
+    assert while_paused is None and still == "theirs"
+    assert isinstance(result, RoundResult) and result.number == 1
+    [story] = store.stories()
+    assert story.lease_holder is None
