@@ -159,7 +159,7 @@ def roll_writer(
 
     def write_roll(record: RollRecord) -> RollRecord:
         stored = store.record_roll(stamped(source, record))
-        if not is_secret(stored, world):  # a secret roll's card is not streamed (gm.secret)
+        if tell is not ignore and not is_secret(stored, world):  # a secret roll's card is not streamed (gm.secret)
             tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
         return stored
 

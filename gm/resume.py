@@ -28,6 +28,7 @@ from gm.round import (
     RoundResult,
     RoundSettings,
     bind_secrets,
+    ignore,
     on_loop,
     roll_writer,
     run_attempt,
@@ -59,7 +60,7 @@ async def continue_round(
     if paused is None:
         raise Conflict(NOTHING_WAITING)
     faces = read_faces(faces_text, QuestionPublic.model_validate(paused.question))  # WrongFaces: the question stands
-    tell = on_loop(events or (lambda kind, data: None))
+    tell = on_loop(events) if events is not None else ignore
     settings = settings or RoundSettings()
     lease = RoundLease(store, story_id, settings)  # taken as the round is taken up, renewed by a heartbeat
     taken_up = (store, story_id, world, paused.attempt_id, faces, source, tell, lease.claim)

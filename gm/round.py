@@ -62,6 +62,8 @@ __all__ = [
     "RoundResult",
     "RoundSettings",
     "bind_secrets",
+    "ignore",
+    "on_loop",
     "play_round",
     "roll_writer",
     "run_attempt",
@@ -110,7 +112,7 @@ async def play_round(
     Database work goes through `Store.off_loop` (worker threads on a database server, so one
     server's other stories go on meanwhile); the listener is always called on the event loop, in order.
     """
-    tell = on_loop(events or ignore)
+    tell = on_loop(events) if events is not None else ignore  # nobody listens: no event is even built
     lease = RoundLease(store, story_id, settings)  # taken as the attempt opens, renewed by a heartbeat
     opening = Opening(player_text, facts, regenerate, player_roll, source)
     state = await lease.open(begin, store, story_id, world, opening, tell, lease.claim)

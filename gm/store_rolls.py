@@ -55,8 +55,8 @@ class RollTables(Tables):
                     "this story's dice moved on while the round was played (its lease ran out, and another round "
                     "or a reveal went ahead); the roll was not written, try again"
                 )
-            roll.seq, roll.prev_hash = place, head or genesis(roll.story_id)
-            roll.id = connection.execute(_ROLL, values_of(roll)).scalar_one()  # its id is part of what its hash covers
+            _put(roll, seq=place, prev_hash=head or genesis(roll.story_id))
+            _put(roll, id=connection.execute(_ROLL, values_of(roll)).scalar_one())  # its hash covers its id too
             link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
             connection.execute(_HEAD, {"story": roll.story_id, "head": link})
         return roll
@@ -184,6 +184,14 @@ _OF_ROUND = (
     .order_by(ROLLS.c.seq)
 )
 _BY_ID = sql_select(ROLLS).where(ROLLS.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def _put(record: RollRecord, **values: object) -> None:
+    """Set a roll's fields as the store writes them: straight into its `__dict__`, as `gm.records.Built` builds
+    it (the roll belongs to no ORM session, so it has no history to keep; sqlmodel's setattr cost 3x as much)."""
+    record.__dict__.update(values)
+    if (given := getattr(record, "__pydantic_fields_set__", None)) is not None:  # as pydantic's setattr marks them
+        given.update(values)
 
 
 def insert_attempt(connection: Connection, attempt: Attempt) -> None:
