@@ -45,7 +45,7 @@ from gm.model import ChatModel, ToolCall
 from gm.paused import keep_paused
 from gm.prompt import JudgedOutcome, JudgeRequest, engine_message
 from gm.public import QuestionPublic
-from gm.referee import Result, Telling, judge_refusals, referee
+from gm.referee import Outcome, Result, Telling, judge_refusals, referee
 from gm.store import RollRecord, Store, model_call_from
 from gm.store_rounds import NOTHING_TO_REGENERATE as NOTHING_TO_REGENERATE  # where the web API finds it
 from gm.table import FacesNeeded
@@ -149,6 +149,13 @@ async def run_attempt(
 
     `pending` are tool calls of the game master's last answer still to run, for a round taken up again.
     """
+
+    def finish(ending: Narration) -> RoundResult:
+        """Accept the round (in the worker thread), letting the lease go."""
+        lease.ending = True
+        return accept(store, story_id, world, state, ending, state.regenerating, lease.holder)
+
+    state.finish = finish
     result: RoundResult | RoundPaused
     try:
         try:
@@ -159,10 +166,8 @@ async def run_attempt(
             lease.ending = True
             await store.off_loop(keep_paused, store, kept, calls, lease.holder)
             result = RoundPaused(story_id=story_id, asking=paused.question)
-        else:
-            lease.ending = True
-            holder = lease.holder
-            result = await store.off_loop(accept, store, story_id, world, state, ending, state.regenerating, holder)
+        else:  # accepted already if its last tool calls needed no judge (one hand-off fewer: `_run_calls`)
+            result = state.accepted if state.accepted is not None else await store.off_loop(finish, ending)
     except BaseException as error:  # gave up, unreachable, a failed write, a bug: never left running
         calls = bind(state.calls, story_id, state.attempt_id)
         failed = await end_failed(store, state.attempt_id, calls, error)
@@ -211,15 +216,17 @@ async def _step(
 ) -> Narration | None:
     """Act on one answer of the game master (its tool calls, or its plain text): the ending, if it ended the round."""
     refusals_before = len(state.refusals)
+    judging = judge is not None and state.judged
     # Tool calls write rolls, so they are database work like the rest (see Store.off_loop).
     if calls:
-        ending = await store.off_loop(_run_calls, list(calls), state.tools, state)
+        ending = await store.off_loop(_run_calls, list(calls), state.tools, state, judging)
     else:
         ending = _plain_text(content, world, state.tools, state)
-    if ending is not None and judge is not None and state.judged:
-        ending = await _judged(ending, judge, world, state)
-    if state.calls:
-        state.calls[-1].refusals += len(state.refusals) - refusals_before
+    if state.accepted is None:  # else accepted with its tool calls: unjudged, its refusals counted (`_run_calls`)
+        if ending is not None and judge is not None and judging:
+            ending = await _judged(ending, judge, world, state)
+        if state.calls:
+            state.calls[-1].refusals += len(state.refusals) - refusals_before
     for reason in state.refusals[refusals_before:]:
         state.events("refusal", {"reason": reason})
     if ending is not None:
@@ -233,13 +240,16 @@ async def _step(
     return None
 
 
-def _run_calls(calls: list[ToolCall], tools: RoundTools, state: AttemptState) -> Narration | None:
+def _run_calls(calls: list[ToolCall], tools: RoundTools, state: AttemptState, judging: bool) -> Narration | None:
     """Run each tool call in order; every call gets its result message, even those after an ending.
 
     A tool that wants the model to try again raises `ModelRetry`: its sentence is the call's result,
     and it counts as one of the round's refusals. A check waiting for the player's dice (gm.table)
     pauses the round there: that call and those after it are kept to run when the faces come.
+    An ending the judge need not read (`judging` off, or no check roll settled) is accepted here at
+    once (`state.finish`), in the same hand-off to the worker thread, into `state.accepted`.
     """
+    refusals_before = len(state.refusals)
     ending: Narration | None = None
     for index, call in enumerate(calls):
         content: dict[str, Any]
@@ -257,7 +267,17 @@ def _run_calls(calls: list[ToolCall], tools: RoundTools, state: AttemptState) ->
             if ending is not None:
                 state.narrate_reply = len(state.messages)  # the judge may yet turn this reply into a refusal
         state.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content)})
+    if ending is not None and state.finish is not None and not (judging and _settled(ending, state)):
+        if state.calls:
+            state.calls[-1].refusals += len(state.refusals) - refusals_before
+        state.accepted = state.finish(ending)
     return ending
+
+
+def _settled(ending: Narration, state: AttemptState) -> list[tuple[Outcome, RollRecord]]:
+    """The ending's outcomes that settle a check roll (not void), each with its roll: what the judge reads."""
+    rolls = {roll.id: roll for roll in state.tools.rolls if roll.kind == "check" and not roll.void}
+    return [(outcome, rolls[outcome.roll]) for outcome in ending.outcomes if outcome.roll in rolls]
 
 
 async def _judged(ending: Narration, judge: Judge, world: World, state: AttemptState) -> Narration | None:
@@ -266,8 +286,7 @@ async def _judged(ending: Narration, judge: Judge, world: World, state: AttemptS
     A refusal goes back to the model as narrate's result and counts toward the round's bound, as a
     referee's refusal does. Endings that settle no check roll are not judged, and cost no call.
     """
-    rolls = {roll.id: roll for roll in state.tools.rolls if roll.kind == "check" and not roll.void}
-    settled = [(outcome, rolls[outcome.roll]) for outcome in ending.outcomes if outcome.roll in rolls]
+    settled = _settled(ending, state)
     if not settled:
         return ending
     asked = tuple(

@@ -23,7 +23,8 @@ from gm.chain import roll_hash
 from gm.errors import LeaseLost
 from gm.public import RollPublic
 from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, make_engine
-from gm.testing import reply
+from gm.testing import calls, reply, tool_call
+from gm.workers import Workers
 
 
 @contextmanager
@@ -171,3 +172,73 @@ def round_record(
         refusals=[],
         clock=clock,
     )
+
+
+@contextmanager
+def handed_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The work async code hands to the store's worker threads (gm.workers) while the block runs, by name."""
+    handed: list[str] = []
+    run = Workers.run
+
+    async def counting(self: Workers, work: Any, *arguments: Any) -> Any:
+        handed.append(getattr(work, "__name__", repr(work)))
+        return await run(self, work, *arguments)
+
+    monkeypatch.setattr(Workers, "run", counting)
+    yield handed
+    monkeypatch.setattr(Workers, "run", run)
+
+
+def test_a_round_hands_its_work_to_the_database_thread_once_a_step(
+    store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The opening; each answer's tool calls (the ending's with the accept, when the judge need not read it);
+    a plain ending's accept. A judged narration is accepted after the judge, on its own."""
+    script = [roll_mara(), narrate_roll(), reply("The quay is quiet."), roll_mara(), narrate_roll()]
+
+    async def play() -> dict[str, list[str]]:
+        async with table(store, script, faces=[11, 12]) as t:
+            unjudged = t.game.start_story(harbor, settings={"judge": "off"})
+            judged = t.game.start_story(harbor)
+            for story in (unjudged, judged):
+                t.game.world(story)  # read once and kept (gm.game), before counting
+            seen = {}
+            for name, story, text in [
+                ("rolled", unjudged, "I pick."),
+                ("plain", unjudged, "I look."),
+                ("judged", judged, "I pick."),
+            ]:
+                with handed_off(monkeypatch) as handed:
+                    await t.game.play(story, text)
+                await t.game.settle()
+                seen[name] = handed
+            return seen
+
+    seen = asyncio.run(play())
+    assert seen == {
+        "rolled": ["begin", "_run_calls", "_run_calls"],
+        "plain": ["begin", "finish"],
+        "judged": ["begin", "_run_calls", "_run_calls", "finish"],
+    }
+
+
+def test_a_refusal_in_the_answer_that_ends_the_round_is_told_and_counted(store: Store, harbor: Path) -> None:
+    """An answer whose first call is refused and whose narrate ends the round (accepted in the same hand-off)."""
+    bad_then_narrate = calls(
+        [
+            tool_call("roll_dice", {"notation": "2d", "reason": "x"}),
+            tool_call("narrate", {"narration": "The quay is quiet.", "outcomes": []}),
+        ]
+    )
+    told: list[tuple[str, dict[str, Any]]] = []
+
+    async def play() -> Any:
+        async with table(store, [bad_then_narrate]) as t:
+            story = t.game.start_story(harbor, settings={"judge": "off"})
+            return story, await t.game.play(story, "I look.", events=lambda kind, data: told.append((kind, data)))
+
+    story, result = asyncio.run(play())
+    assert result.narration == "The quay is quiet." and len(result.refusals) == 1
+    assert [kind for kind, _ in told] == ["working", "refusal", "narration"]
+    assert [(call.purpose, call.refusals) for call in store.model_calls(story)][:1] == [("game_master", 1)]
+    assert store.rounds(story)[0].refusals == result.refusals
