@@ -103,7 +103,10 @@ class RoundLease:
         """Stop renewing and let the lease go, in a transaction of its own: for a round that did not end in one
         that let it go. Only the holder's lease is let go: one another round took meanwhile stays its own."""
         await self.stop()
-        await self.store.off_loop(self.store.release_lease, self.story_id, self.holder)
+        try:
+            await self.store.off_loop(self.store.release_lease, self.story_id, self.holder)
+        except Exception:  # the round's own error is the one to tell; an unreleased lease runs out by itself
+            log.warning("story %s: its lease could not be let go; it runs out", self.story_id, exc_info=True)
 
     async def _beat(self) -> None:
         """Renew the lease every `heartbeat_seconds` until stopped; a lost lease is left to the fence at the end."""

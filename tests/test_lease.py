@@ -19,10 +19,11 @@ import pytest
 from conftest import write_world
 from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import col, select
 
 import gm.attempt
-from gm.errors import Conflict, GmError, LeaseLost, StoryBusy
+from gm.errors import Conflict, GmError, LeaseLost, RoundFailed, StoryBusy
 from gm.lease import BUSY
 from gm.round import RoundPaused, RoundResult, RoundSettings
 from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, StoryNotFound
@@ -344,3 +345,23 @@ def test_a_round_paused_for_dice_lets_the_lease_go_and_takes_it_again_when_answe
     assert isinstance(result, RoundResult) and result.number == 1
     [story] = store.stories()
     assert story.lease_holder is None
+
+
+def test_a_lease_that_cannot_be_let_go_leaves_the_rounds_own_error_to_tell(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def unreachable(*arguments: Any) -> None:
+        raise OperationalError("UPDATE stories ...", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(store, "release_lease", unreachable)
+
+    async def play() -> tuple[str, BaseException | Any]:
+        async with table(store, [reply(""), reply(""), reply("")], settings=RoundSettings(max_refusals=1)) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            [outcome] = await asyncio.gather(played.game.play(story, "I wait."), return_exceptions=True)
+            return story, outcome
+
+    story, outcome = asyncio.run(play())
+    assert isinstance(outcome, RoundFailed) and "refusals" in str(outcome), outcome
+    assert holder_of(store, story) is not None  # left to run out
+    assert "could not be let go" in caplog.text
