@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +21,8 @@ from gm.model import forget_tool_modes
 from gm.store import Store
 
 POSTGRES_URL = os.environ.get("GM_TEST_POSTGRES_URL")
+DEFAULT_COLLECTOR = gc.get_threshold()  # as pytest started: CPython's defaults
+DEFAULT_SWITCH = sys.getswitchinterval()
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +30,16 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test touches the user's own stories: the default database lives in a temporary folder."""
     monkeypatch.setenv("GM_HOME", str(tmp_path / "gm-home"))
     monkeypatch.delenv("GM_DATABASE_URL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _untuned_process() -> Iterator[None]:
+    """Each test starts with CPython's own collector and switch interval: a test that runs `gm serve` in this
+    process (uvicorn.run replaced) tunes it (gm.server_process), which must not reach the tests after it."""
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*DEFAULT_COLLECTOR)
+    sys.setswitchinterval(DEFAULT_SWITCH)
 
 
 @pytest.fixture(autouse=True)

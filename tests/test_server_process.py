@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from command_line import gm
+from conftest import DEFAULT_COLLECTOR, DEFAULT_SWITCH
 
 from gm.cli_serve import WORKER_ARGUMENTS, worker_app
 from gm.server_process import SWITCH_SECONDS, YOUNG_OBJECTS
@@ -19,12 +20,11 @@ from gm.server_process import SWITCH_SECONDS, YOUNG_OBJECTS
 
 @pytest.fixture
 def collector() -> Iterator[None]:
-    """The test process's collector and switch interval as they were, whatever the test did to them."""
-    threshold, switch = gc.get_threshold(), sys.getswitchinterval()
-    yield
+    """CPython's own collector and switch interval for the test (conftest's `_untuned_process` restores them after)."""
     gc.unfreeze()
-    gc.set_threshold(*threshold)
-    sys.setswitchinterval(switch)
+    gc.set_threshold(*DEFAULT_COLLECTOR)
+    sys.setswitchinterval(DEFAULT_SWITCH)
+    yield
 
 
 def collector_now() -> dict[str, Any]:
