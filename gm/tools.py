@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from jsonschema import Draft202012Validator
-
 from gm import dice
 from gm.calendar import advance, duration_text
 from gm.chances import certain, refusal
@@ -37,7 +35,7 @@ from gm.store import RollRecord
 from gm.table import FacesNeeded, question_for
 from gm.tools_offered import MAX_REASON as MAX_REASON  # the schemas live in gm.tools_offered; re-exported here
 from gm.tools_offered import MAX_TARGET as MAX_TARGET
-from gm.tools_offered import argument_validators
+from gm.tools_offered import ArgumentCheck, argument_checks
 from gm.tools_offered import tool_schemas as tool_schemas
 from gm.tools_table import edge_asked, opponent_of
 from gm.worlddef import CharacterCannotRoll, World
@@ -95,10 +93,10 @@ class RoundTools:
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
-        validators = argument_validators(self.world)
-        if name not in validators:
-            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(validators)}")
-        arguments = _arguments(name, raw_arguments, validators[name])
+        checks = argument_checks(self.world)
+        if name not in checks:
+            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(checks)}")
+        arguments = _arguments(name, raw_arguments, checks[name])
         if name == "roll_check":
             return self.roll_check(arguments)
         if name == "roll_dice":
@@ -345,7 +343,7 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
     return content
 
 
-def _arguments(name: str, raw: Any, validator: Draft202012Validator) -> dict[str, Any]:
+def _arguments(name: str, raw: Any, check: ArgumentCheck) -> dict[str, Any]:
     """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
     too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
     if isinstance(raw, str):
@@ -361,7 +359,9 @@ def _arguments(name: str, raw: Any, validator: Draft202012Validator) -> dict[str
         raise ModelRetry(f"the arguments of {name} must be a JSON object")
     if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
         raise too_deep
-    problems = sorted(validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
+    if check.accepts is not None and check.accepts(raw):  # valid, and every text storable: nothing to say
+        return raw
+    problems = sorted(check.validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]
         where = ".".join(str(part) for part in first.absolute_path) or "arguments"
