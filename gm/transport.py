@@ -181,7 +181,7 @@ class Clients:
         finally:
             shard.in_flight -= 1
         response = cast(Any, raw).http_response
-        if shard.prepare:
+        if shard.prepare and not response.history:  # a request redirected elsewhere is not the one to repeat
             shard.prepared = _Prepared.of(shard.client, response.request)
             shard.prepare = False
         return response

@@ -253,3 +253,43 @@ def test_a_server_gone_after_an_answer_is_a_connection_error_as_on_a_first_reque
         later = asyncio.run(ask_after_it_is_gone())
     assert "unavailable after 2 attempts" in later and "a connection error" in later
     assert later == _outcome(settings, warm=False)[0][1]
+
+
+def test_a_redirected_request_is_not_the_one_later_requests_repeat() -> None:
+    """A server that redirects (307) every request keeps being asked at the address gm was given."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.path)
+            if self.path.startswith("/v1/"):
+                self.send_response(307)
+                self.send_header("Location", "/moved/chat/completions")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = json.dumps(ANSWER).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        client = ModelClient(ModelSettings(f"http://127.0.0.1:{server.server_address[1]}/v1", "k", "m"))
+
+        async def three() -> list[str | None]:
+            async with client:
+                return [(await client.complete(HELLO)).content for _ in range(3)]
+
+        assert asyncio.run(three()) == ["Done."] * 3
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["/v1/chat/completions", "/moved/chat/completions"] * 3
