@@ -14,7 +14,8 @@ integer, number, boolean, null; every schema names one), `properties`, `required
 `additionalProperties: false`, `items` (a schema), `enum` (of strings), `minLength`, `maxLength`,
 `minimum`, `maximum`, and the annotations `description`, `title`, `default`, `examples` and
 `$comment`. A schema with anything else compiles to None: its arguments always go to jsonschema.
-The predicate descends only as deep as the schema does, so no nesting of the arguments can break it.
+The predicate descends only as deep as the schema does, so no nesting of the arguments can break it,
+and an instance it accepts nests no deeper than the schema (`depth`).
 
 >>> accepts = compile_schema({"type": "object", "properties": {"n": {"type": "integer", "maximum": 9}},
 ...                           "required": ["n"], "additionalProperties": False})
@@ -47,13 +48,24 @@ class _Unsupported(Exception):
     """The schema says something this module does not compile."""
 
 
-def compile_schema(schema: Any) -> Check | None:
+def compile_schema(schema: Any, deepest: int | None = None) -> Check | None:
     """A predicate true exactly for the instances valid under `schema` whose texts are storable; None when
-    the schema uses a keyword outside the subset in the module docstring."""
+    the schema uses a keyword outside the subset in the module docstring, or lets a valid instance nest
+    more than `deepest` deep (so a caller bounding depth may ask the predicate first)."""
     try:
-        return _compile(schema)
+        accepts = _compile(schema)
     except _Unsupported:
         return None
+    return accepts if deepest is None or depth(schema) <= deepest else None
+
+
+def depth(schema: dict[str, Any]) -> int:
+    """How deeply a valid instance of a compiled schema can nest, counted as `gm.problems.json_depth` counts."""
+    if schema["type"] == "object":
+        return 1 + max((depth(member) for member in schema.get("properties", {}).values()), default=0)
+    if schema["type"] == "array":
+        return 1 + depth(schema["items"])
+    return 0
 
 
 def _compile(schema: Any) -> Check:

@@ -33,14 +33,13 @@ from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, opposed_modifier, read_value
 from gm.store import RollRecord
 from gm.table import FacesNeeded, question_for
+from gm.tools_offered import MAX_DEPTH as MAX_DEPTH
 from gm.tools_offered import MAX_REASON as MAX_REASON  # the schemas live in gm.tools_offered; re-exported here
 from gm.tools_offered import MAX_TARGET as MAX_TARGET
 from gm.tools_offered import ArgumentCheck, argument_checks
 from gm.tools_offered import tool_schemas as tool_schemas
 from gm.tools_table import edge_asked, opponent_of
 from gm.worlddef import CharacterCannotRoll, World
-
-MAX_DEPTH = 8  # nesting of a call's arguments: as deep as narrate's
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
@@ -357,10 +356,12 @@ def _arguments(name: str, raw: Any, check: ArgumentCheck) -> dict[str, Any]:
             raise too_deep from None
     if not isinstance(raw, dict):
         raise ModelRetry(f"the arguments of {name} must be a JSON object")
+    # Valid, every text storable, and so no deeper than MAX_DEPTH: nothing to say. (The quick check
+    # descends no deeper than its schema, so it may look before the depth is known.)
+    if check.accepts is not None and check.accepts(raw):
+        return raw
     if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
         raise too_deep
-    if check.accepts is not None and check.accepts(raw):  # valid, and every text storable: nothing to say
-        return raw
     problems = sorted(check.validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]

@@ -24,6 +24,7 @@ from gm.worlddef import World
 MAX_TARGET = MAX_CONSTANT
 MAX_REASON = 300
 MAX_ROLL_ID = 2**31 - 1
+MAX_DEPTH = 8  # nesting of a call's arguments: as deep as narrate's, with room
 
 
 def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +35,8 @@ def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class ArgumentCheck:
     """What a tool's arguments must be: jsonschema's validator of its schema, and the same schema compiled
-    into a quick yes for valid arguments (`gm.argcheck`; None where the schema is beyond it)."""
+    into a quick yes for valid arguments (`gm.argcheck`; None where the schema is beyond it, or lets
+    arguments nest more than MAX_DEPTH deep, so a yes also says the arguments are not too deep)."""
 
     validator: Draft202012Validator
     accepts: Check | None
@@ -53,7 +55,8 @@ def _offer(world: World) -> _Offered:
     checks = {}
     for tool in tools:
         parameters = tool["function"]["parameters"]
-        checks[tool["function"]["name"]] = ArgumentCheck(Draft202012Validator(parameters), compile_schema(parameters))
+        accepts = compile_schema(parameters, deepest=MAX_DEPTH)
+        checks[tool["function"]["name"]] = ArgumentCheck(Draft202012Validator(parameters), accepts)
     return _Offered(tools, checks)
 
 

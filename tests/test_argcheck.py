@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from gm.argcheck import compile_schema
+from gm.argcheck import compile_schema, depth
 from gm.errors import ModelRetry
-from gm.problems import text_problems
+from gm.problems import json_depth, text_problems
 from gm.tools import _arguments
-from gm.tools_offered import ArgumentCheck, tool_schemas
+from gm.tools_offered import MAX_DEPTH, ArgumentCheck, tool_schemas
 from gm.world import load_world
 
 WORLDS = Path(__file__).parent.parent / "worlds"
@@ -165,7 +165,7 @@ def test_a_tool_call_ends_the_same_with_the_quick_check_and_without_it(
     world: str, tool: str, schema: dict[str, Any], data: st.DataObject
 ) -> None:
     validator = Draft202012Validator(schema)
-    quick, slow = ArgumentCheck(validator, compile_schema(schema)), ArgumentCheck(validator, None)
+    quick, slow = ArgumentCheck(validator, compile_schema(schema, MAX_DEPTH)), ArgumentCheck(validator, None)
     instance = data.draw(near(schema))
 
     def ending(check: ArgumentCheck) -> Any:
@@ -230,6 +230,24 @@ def test_the_check_agrees_with_jsonschema_on_generated_schemas(data: st.DataObje
     assert accepts is not None
     instance = data.draw(near(schema))
     assert accepts(instance) == jsonschema_says(schema, instance)
+    if accepts(instance):  # so a caller bounding depth may ask the check first (gm.tools)
+        assert json_depth(instance) <= depth(schema)
+    assert (compile_schema(schema, deepest=depth(schema)) is None, compile_schema(schema, depth(schema) - 1)) == (
+        False,
+        None,
+    )
+
+
+def test_arguments_too_deep_are_refused_as_too_deep_with_the_quick_check_or_without() -> None:
+    [(_, _, narrate)] = [entry for entry in TOOLS if entry[0] == "ward-nine" and entry[1] == "narrate"]
+    validator = Draft202012Validator(narrate)
+    deep: Any = "x"
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    asked = {"narration": "Told.", "outcomes": [{"character": deep, "result": "failed"}]}
+    for check in (ArgumentCheck(validator, compile_schema(narrate, MAX_DEPTH)), ArgumentCheck(validator, None)):
+        with pytest.raises(ModelRetry, match=f"nested more than {MAX_DEPTH} deep"):
+            _arguments("narrate", asked, check)
 
 
 @pytest.mark.parametrize(
@@ -255,7 +273,7 @@ def test_a_schema_beyond_the_subset_compiles_to_none(schema: Any) -> None:
 
 def test_the_tools_own_check_is_used_and_refusals_keep_their_sentences() -> None:
     [(_, _, roll_check)] = [entry for entry in TOOLS if entry[0] == "ward-nine" and entry[1] == "roll_check"]
-    check = ArgumentCheck(Draft202012Validator(roll_check), compile_schema(roll_check))
+    check = ArgumentCheck(Draft202012Validator(roll_check), compile_schema(roll_check, MAX_DEPTH))
     name = roll_check["properties"]["character"]["enum"][0]
     key = roll_check["properties"]["check"]["enum"][0]
     asked = {"check": key, "character": name, "reason": "a try"}
