@@ -3,8 +3,10 @@
 Any OpenAI-compatible server works (OpenAI, Ollama, vLLM, llama.cpp, LM Studio). Requests go
 through the openai client's own request path (its headers, authentication, timeout and errors),
 posting the JSON body gm built without the client's request transform, over one or more openai
-clients as the requests in flight grow (`gm.transport.Clients`). The openai client's own retries
-are off; `ModelClient.complete` retries with tenacity, and only what may
+clients as the requests in flight grow (`gm.transport.Clients`); after a client's first request,
+its later ones are that request with a new body, sent through the same client. The openai client's
+own retries are off; `ModelClient.complete` retries with tenacity (entered only when a first
+attempt failed in a way retrying may mend), and only what may
 pass: connection errors, timeouts, and HTTP 408, 409, 429 and 5xx. A `Retry-After` (seconds or an
 HTTP date) or `retry-after-ms` header is honoured up to `retry_after_cap`; otherwise the wait grows
 as 0.5 s x 2^(retry - 1) plus up to 0.5 s of jitter, capped likewise. Retrying stops after
