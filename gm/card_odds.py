@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from gm.public import ChancePublic
 
 _CACHE: LRU[tuple[str, int | None, int, str | None], list[ChancePublic]] = LRU(512)
+# A check's text, by the Check object's identity: equal checks of different World objects (the same
+# dice.json read twice) share their odds through it, and writing a check out (about a thousand
+# characters) cost more than the cached odds saved. Each entry keeps its Check, so that identity
+# cannot pass to another object while the entry lives; as many as gm.game keeps built worlds.
+_KEYS: LRU[int, tuple[Check, str]] = LRU(1024)
 
 
 def roll_chances(check: Check, roll: Mapping[str, Any]) -> list[ChancePublic] | None:
@@ -33,7 +38,7 @@ def roll_chances(check: Check, roll: Mapping[str, Any]) -> list[ChancePublic] | 
     if check.opposed:
         modifier = opposed_modifier(modifier, int(roll.get("opponent_modifier") or 0))
     target = roll.get("target")
-    key = (repr(check), target, modifier, edge)
+    key = (_text(check), target, modifier, edge)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
@@ -53,6 +58,16 @@ def roll_chances(check: Check, roll: Mapping[str, Any]) -> list[ChancePublic] | 
     ]
     _CACHE.put(key, chances)
     return chances
+
+
+def _text(check: Check) -> str:
+    """`repr(check)`, written once per Check object."""
+    found = _KEYS.get(id(check))
+    if found is not None and found[0] is check:
+        return found[1]
+    text = repr(check)
+    _KEYS.put(id(check), (check, text))
+    return text
 
 
 def _edge(edge: str | None) -> Edge | None:

@@ -3,8 +3,10 @@
 Any OpenAI-compatible server works (OpenAI, Ollama, vLLM, llama.cpp, LM Studio). Requests go
 through the openai client's own request path (its headers, authentication, timeout and errors),
 posting the JSON body gm built without the client's request transform, over one or more openai
-clients as the requests in flight grow (`gm.transport.Clients`). The openai client's own retries
-are off; `ModelClient.complete` retries with tenacity, and only what may
+clients as the requests in flight grow (`gm.transport.Clients`); after a client's first request,
+its later ones are that request with a new body, sent through the same client. The openai client's
+own retries are off; `ModelClient.complete` retries with tenacity (entered only when a first
+attempt failed in a way retrying may mend), and only what may
 pass: connection errors, timeouts, and HTTP 408, 409, 429 and 5xx. A `Retry-After` (seconds or an
 HTTP date) or `retry-after-ms` header is honoured up to `retry_after_cap`; otherwise the wait grows
 as 0.5 s x 2^(retry - 1) plus up to 0.5 s of jitter, capped likewise. Retrying stops after
@@ -241,20 +243,24 @@ class ModelClient:
     async def _send(self, options: dict[str, Any], tool_names: list[str] | None = None) -> Completion:
         """One request, with retries, read as a Completion; tool calls written as text may name `tool_names`."""
         started = self._clock()
-        attempts = 0
+        attempts = 1
         body = _encoded(options)  # once, however many attempts
-        retrying = AsyncRetrying(
-            sleep=self._sleep,
-            stop=lambda state: self._should_stop(state, started),
-            wait=self._wait,
-            retry=retry_if_exception(is_retryable),
-            reraise=True,
-        )
+        first: openai.APIError | None = None
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    response = await self._clients.post(body)
+            try:  # most requests succeed at once: only a failure worth retrying enters the retry layer
+                response = await self._clients.post(body)
+            except openai.APIError as error:
+                if not is_retryable(error):
+                    raise
+                first = error
+            if first is not None:
+                attempts = 0
+                async for attempt in self._retrying(started):
+                    with attempt:
+                        attempts += 1
+                        if attempts == 1:
+                            raise first  # the first attempt's failure, met by the retry layer as if it had made it
+                        response = await self._clients.post(body)
         except openai.APIStatusError as error:
             if is_retryable(error):
                 raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
@@ -303,6 +309,16 @@ class ModelClient:
         # Some local servers omit tool call ids, but a tool's answer must name the call it answers.
         self._generated_ids += 1
         return f"call_gm_{self._generated_ids}"
+
+    def _retrying(self, started: float) -> AsyncRetrying:
+        """The retry layer for one request first sent at `started` (the module docstring says what it retries)."""
+        return AsyncRetrying(
+            sleep=self._sleep,
+            stop=lambda state: self._should_stop(state, started),
+            wait=self._wait,
+            retry=retry_if_exception(is_retryable),
+            reraise=True,
+        )
 
     def _should_stop(self, state: RetryCallState, started: float) -> bool:
         if state.attempt_number >= self.settings.max_attempts:

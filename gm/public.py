@@ -68,6 +68,7 @@ from gm.calendar import story_time
 
 if TYPE_CHECKING:
     from gm.records import RollRecord, RoundRecord, SeedRecord, Story
+    from gm.rules import Check
     from gm.worlddef import World
 
 
@@ -93,13 +94,23 @@ class ChancePublic(BaseModel):
     exact: bool = True
 
 
-def _chances(data: Mapping[str, Any], world: World | None) -> list[ChancePublic] | None:
+def _check(key: Any, world: World | None) -> Check | None:
+    """The world's check by that key, if the world has rules and such a check."""
+    if not key or world is None or world.rules is None:
+        return None
+    for check in world.rules.checks:  # one pass (a roll needs the check's name and its odds)
+        if check.key == key:
+            return check
+    return None
+
+
+def _chances(data: Mapping[str, Any], check: Check | None) -> list[ChancePublic] | None:
     """Each band's chance for a check roll as it was rolled (target, modifiers, edge), or None."""
-    if data.get("kind") != "check" or world is None or world.rules is None or data.get("check_key") not in world.rules:
+    if check is None or data.get("kind") != "check":
         return None
     from gm.card_odds import roll_chances  # the odds need the rules; this module only shapes data
 
-    return roll_chances(world.rules[data["check_key"]], data)
+    return roll_chances(check, data)
 
 
 class RollPublic(BaseModel):
@@ -151,15 +162,13 @@ class RollPublic(BaseModel):
         data = stored if isinstance(stored, Mapping) else stored.model_dump(mode="json")
         attempt = data.get("attempt_id")
         check_key = data.get("check_key")
-        check_name = None
-        if check_key and world is not None and world.rules is not None and check_key in world.rules:
-            check_name = world.rules[check_key].name
+        check = _check(check_key, world)
         return cls(
             id=data["id"],
             kind=data["kind"],
             character=data.get("character"),
             check=check_key,
-            check_name=check_name,
+            check_name=check.name if check is not None else None,
             notation=data["notation"],
             reason=data.get("reason", ""),
             target=data.get("target"),
@@ -184,7 +193,7 @@ class RollPublic(BaseModel):
             opponent_modifier=data.get("opponent_modifier"),
             natural=data.get("natural_text"),
             stepped_from=data.get("stepped_from"),
-            chances=_chances(data, world),
+            chances=_chances(data, check),
             typed=bool(data.get("typed", False)),
             salt=data.get("salt"),
         )

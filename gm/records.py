@@ -304,4 +304,7 @@ def model_call_from(completion: Completion, purpose: str, story_id: str = "") ->
         latency_ms=completion.latency_ms,
         http_attempts=completion.attempts,
         finish_reason=completion.finish_reason,
+        # Its default factory, called here: pydantic inspects a factory's signature each time it calls it
+        # for a default, a third of building this record (made for every model call, on the event loop).
+        created_at=_now(),
     )

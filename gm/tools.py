@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from jsonschema import Draft202012Validator
-
 from gm import dice
 from gm.calendar import advance, duration_text
 from gm.chances import certain, refusal
@@ -35,14 +33,13 @@ from gm.retries import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.rules import CheckRollError, opposed_modifier, read_value
 from gm.store import RollRecord
 from gm.table import FacesNeeded, question_for
+from gm.tools_offered import MAX_DEPTH as MAX_DEPTH
 from gm.tools_offered import MAX_REASON as MAX_REASON  # the schemas live in gm.tools_offered; re-exported here
 from gm.tools_offered import MAX_TARGET as MAX_TARGET
-from gm.tools_offered import argument_validators
+from gm.tools_offered import ArgumentCheck, argument_checks
 from gm.tools_offered import tool_schemas as tool_schemas
 from gm.tools_table import edge_asked, opponent_of
 from gm.worlddef import CharacterCannotRoll, World
-
-MAX_DEPTH = 8  # nesting of a call's arguments: as deep as narrate's
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
@@ -95,10 +92,10 @@ class RoundTools:
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
-        validators = argument_validators(self.world)
-        if name not in validators:
-            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(validators)}")
-        arguments = _arguments(name, raw_arguments, validators[name])
+        checks = argument_checks(self.world)
+        if name not in checks:
+            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(checks)}")
+        arguments = _arguments(name, raw_arguments, checks[name])
         if name == "roll_check":
             return self.roll_check(arguments)
         if name == "roll_dice":
@@ -345,7 +342,7 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
     return content
 
 
-def _arguments(name: str, raw: Any, validator: Draft202012Validator) -> dict[str, Any]:
+def _arguments(name: str, raw: Any, check: ArgumentCheck) -> dict[str, Any]:
     """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
     too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
     if isinstance(raw, str):
@@ -359,9 +356,13 @@ def _arguments(name: str, raw: Any, validator: Draft202012Validator) -> dict[str
             raise too_deep from None
     if not isinstance(raw, dict):
         raise ModelRetry(f"the arguments of {name} must be a JSON object")
+    # Valid, every text storable, and so no deeper than MAX_DEPTH: nothing to say. (The quick check
+    # descends no deeper than its schema, so it may look before the depth is known.)
+    if check.accepts is not None and check.accepts(raw):
+        return raw
     if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
         raise too_deep
-    problems = sorted(validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
+    problems = sorted(check.validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]
         where = ".".join(str(part) for part in first.absolute_path) or "arguments"

@@ -1,4 +1,4 @@
-"""The tools offered to the game master in a world: their JSON schemas, and a validator of each one's arguments.
+"""The tools offered to the game master in a world: their JSON schemas, and a check of each one's arguments.
 
 Both are a pure function of the world, so they are built once per World object and shared by
 every round of it (gm.worldcache); `gm.tools` runs the calls.
@@ -11,6 +11,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from gm.argcheck import Check, compile_schema
 from gm.calendar import advance_time_schema
 from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.referee import MAX_NARRATION
@@ -23,6 +24,7 @@ from gm.worlddef import World
 MAX_TARGET = MAX_CONSTANT
 MAX_REASON = 300
 MAX_ROLL_ID = 2**31 - 1
+MAX_DEPTH = 8  # nesting of a call's arguments: as deep as narrate's, with room
 
 
 def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -31,25 +33,39 @@ def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class ArgumentCheck:
+    """What a tool's arguments must be: jsonschema's validator of its schema, and the same schema compiled
+    into a quick yes for valid arguments (`gm.argcheck`; None where the schema is beyond it, or lets
+    arguments nest more than MAX_DEPTH deep, so a yes also says the arguments are not too deep)."""
+
+    validator: Draft202012Validator
+    accepts: Check | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Offered:
-    """The tools offered in a world, and a validator of each one's arguments, built once per World."""
+    """The tools offered in a world, and a check of each one's arguments, built once per World."""
 
     tools: tuple[dict[str, Any], ...]
-    validators: dict[str, Draft202012Validator]
+    checks: dict[str, ArgumentCheck]
 
 
 def _offer(world: World) -> _Offered:
     tools = tuple(_tool_schemas(world))
-    validators = {tool["function"]["name"]: Draft202012Validator(tool["function"]["parameters"]) for tool in tools}
-    return _Offered(tools, validators)
+    checks = {}
+    for tool in tools:
+        parameters = tool["function"]["parameters"]
+        accepts = compile_schema(parameters, deepest=MAX_DEPTH)
+        checks[tool["function"]["name"]] = ArgumentCheck(Draft202012Validator(parameters), accepts)
+    return _Offered(tools, checks)
 
 
 _offered = PerWorld(_offer)
 
 
-def argument_validators(world: World) -> dict[str, Draft202012Validator]:
-    """A validator of each offered tool's arguments, by tool name (shared, like the schemas)."""
-    return _offered(world).validators
+def argument_checks(world: World) -> dict[str, ArgumentCheck]:
+    """A check of each offered tool's arguments, by tool name (shared, like the schemas)."""
+    return _offered(world).checks
 
 
 def tool_schemas(world: World) -> list[dict[str, Any]]:

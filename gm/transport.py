@@ -30,10 +30,93 @@ KEPT_IDLE = 2 * SHARD_LOAD  # idle connections a client keeps: room for a burst 
 
 @dataclass(eq=False)
 class _Shard:
-    """One openai client, and how many requests are in flight on it."""
+    """One openai client, how many requests are in flight on it, and its request once built (see `_Prepared`)."""
 
     client: openai.AsyncOpenAI
     in_flight: int = 0
+    prepared: _Prepared | None = None
+    prepare: bool = True  # False once the client proved unfit for `_Prepared` (see `_Prepared.of`)
+
+
+class _Prepared:
+    """A chat completion request as the openai client built it, rebuilt around each new body for a fraction of the CPU.
+
+    Why: the openai client's `request()` rebuilds the same request every time (options copied
+    twice, headers merged and validated, the URL merged with the base URL and parsed again, a
+    response wrapper built), about as much CPU as the HTTP exchange itself. A shard's first
+    request takes that path; its request (URL, headers, timeout) is then kept, and each later
+    request is that one with a new body (and, where the client has them, a fresh idempotency key
+    and the cookies its jar holds now), sent through the same client's own `_send_request` and so
+    its httpx client, its connection pool and its timeouts. Failures become the errors the
+    client's `request()` raises (`APITimeoutError`, `APIConnectionError`, and its own
+    `_make_status_error_from_response` for any answer that is not 2xx), from the same causes, so
+    gm's retry layer and its sentences see no difference. The openai client's own retries are off
+    either way (`max_retries=0`: `request()` would not have retried either).
+    """
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        sent: Any,
+        timeouts: tuple[type[BaseException], ...],
+        request_errors: tuple[type[BaseException], ...],
+    ) -> None:
+        self._send = client._send_request
+        self._status_error = client._make_status_error_from_response
+        self._cookies = client._client.cookies
+        self._idempotency_header = client._idempotency_header
+        self._idempotency_key = client._idempotency_key
+        self._timeouts, self._request_errors = timeouts, request_errors  # as `request()` maps them
+        self._request_class = type(sent)
+        self._url = sent.url
+        self._extensions = dict(sent.extensions)
+        self._headers = sent.headers.copy()
+        for name in ("content-length", "cookie"):  # set again for each request: its body, and the jar as it is then
+            self._headers.pop(name, None)
+
+    @classmethod
+    def of(cls, client: openai.AsyncOpenAI, sent: Any) -> _Prepared | None:
+        """The request `client` sent (`sent`), ready to be sent again; None when the client may change it per request.
+
+        A client authenticating otherwise than by one fixed API key (a key provider, workload
+        identity, a provider's runtime, custom httpx auth) writes a request anew each time, and
+        keeps the openai client's full path; so does an openai package without these parts.
+        """
+        try:
+            from openai._httpx2 import request_exceptions, timeout_exceptions
+
+            per_request = (
+                getattr(client, "_api_key_provider", None),
+                getattr(client, "_workload_identity_auth", None),
+                getattr(client, "_provider_runtime", None),
+                client.custom_auth,
+            )
+            if any(part is not None for part in per_request) or sent.method != "POST":
+                return None
+            return cls(client, sent, timeout_exceptions(), request_exceptions())
+        except (ImportError, AttributeError):
+            return None
+
+    async def post(self, body: bytes) -> Any:
+        """POST `body` as the prepared request's; the HTTP response (2xx), or the openai client's error."""
+        request = self._request_class(
+            "POST", self._url, headers=self._headers, content=body, extensions=self._extensions
+        )
+        if self._idempotency_header:
+            request.headers[self._idempotency_header] = self._idempotency_key()
+        if self._cookies:
+            self._cookies.set_cookie_header(request)
+        try:
+            response = await self._send(request, stream=False)
+        except self._timeouts as error:
+            raise openai.APITimeoutError(request=request) from error
+        except openai.OpenAIError:
+            raise
+        except self._request_errors as error:
+            raise openai.APIConnectionError(request=request) from error
+        if not response.is_success:
+            raise self._status_error(response) from None
+        return response
 
 
 class Clients:
@@ -77,7 +160,8 @@ class Clients:
         This is the openai client's own request path (headers, authentication, timeout, error
         classes) without its request transform: `chat.completions.create` walks every message and
         tool schema against the request's TypedDicts, which cost as much CPU as the rest of a call
-        and changes nothing in a body gm already builds as plain JSON.
+        and changes nothing in a body gm already builds as plain JSON. After a client's first
+        request, its later ones are that request with a new body (`_Prepared`).
         """
         shard = next((shard for shard in self._shards if shard.in_flight < SHARD_LOAD), None)
         if shard is None:
@@ -86,6 +170,8 @@ class Clients:
                 self._opening = asyncio.get_running_loop().create_task(self._open())
         shard.in_flight += 1
         try:
+            if shard.prepared is not None:
+                return await shard.prepared.post(body)
             raw = await shard.client.post(
                 "/chat/completions",
                 cast_to=object,
@@ -94,7 +180,11 @@ class Clients:
             )
         finally:
             shard.in_flight -= 1
-        return cast(Any, raw).http_response
+        response = cast(Any, raw).http_response
+        if shard.prepare and not response.history:  # a request redirected elsewhere is not the one to repeat
+            shard.prepared = _Prepared.of(shard.client, response.request)
+            shard.prepare = False
+        return response
 
     async def _open(self) -> None:
         try:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from itertools import product
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import HARBOR_DICE, write_world
 
 from gm.chances import check_odds
+from gm.public import RollPublic
 from gm.rules import CheckRollError, parse_rules
+from gm.world import load_world
 
 FIVE_BANDS: list[dict[str, Any]] = [
     {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},
@@ -98,3 +103,27 @@ def test_json_form() -> None:
     decimals = chances.to_json()  # by default: decimals
     assert decimals["bands"][0]["probability"] == 0.15 and decimals["void"] == 0.0
     assert decimals["distribution"]["1"] == 0.05 and decimals["mean"] == 10.5
+
+
+def _card(world: Any, target: int, modifier: int) -> Any:
+    """The chances a stored `attempt` roll's card shows in `world`."""
+    stored = {"id": 1, "kind": "check", "check_key": "attempt", "notation": "1d20", "faces": [[9]], "total": 9}
+    return RollPublic.from_stored({**stored, "target": target, "modifier": modifier}, world).chances
+
+
+def test_a_cards_chances_are_its_own_checks_odds_whichever_world_object_holds_it(tmp_path: Path) -> None:
+    """The card's odds are cached by the check's text: equal checks share them, different ones never do."""
+    harsher = json.loads(json.dumps(HARBOR_DICE))
+    harsher["checks"][0]["bands"][2]["max"] = 6  # Partial success now 0..6, Success 7..9
+    harsher["checks"][0]["bands"][3]["min"] = 7
+    first, again = load_world(write_world(tmp_path / "a")), load_world(write_world(tmp_path / "b"))
+    harsh = load_world(write_world(tmp_path / "c", dice=harsher))
+    for world in (first, again, harsh, first, harsh):  # each asked twice, so the second answer is the cached one
+        expected = check_odds(world.rules["attempt"], target=12, modifier=3)
+        chances = _card(world, 12, 3)
+        assert [(chance.label, chance.probability) for chance in chances] == [
+            (odds.band.label, str(odds.probability)) for odds in expected.bands
+        ]
+    assert _card(first, 12, 3) == _card(again, 12, 3) != _card(harsh, 12, 3)
+    assert _card(first, 12, 3) != _card(first, 12, 4)
+    assert _card(first, 12, 3)[2].probability == "1/4"  # Partial success: a d20 of 9 to 13 (+3 against 12)

@@ -10,11 +10,12 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import openai
 import pytest
 
 from gm import transport
-from gm.model import ModelClient, ModelSettings, ModelUnavailable, request_options
-from gm.testing import fake_model, reply, slow
+from gm.model import ModelClient, ModelError, ModelSettings, ModelUnavailable, request_options
+from gm.testing import Step, fake_model, http_error, raw, reply, slow
 
 HELLO = [{"role": "user", "content": "I pick the lock, \u00e9l\u00e8ve."}]
 TOOL = {
@@ -31,7 +32,9 @@ ANSWER = {
 
 
 @contextmanager
-def recording_server(status: int = 200) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def recording_server(
+    status: int = 200, answer_headers: dict[str, str] | None = None
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A bare HTTP server answering every POST with `status` (a completion when 200), and what it received."""
     seen: list[dict[str, Any]] = []
 
@@ -43,6 +46,8 @@ def recording_server(status: int = 200) -> Iterator[tuple[str, list[dict[str, An
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in (answer_headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
@@ -114,3 +119,177 @@ def test_requests_one_at_a_time_use_one_client() -> None:
                 return client.clients
 
         assert asyncio.run(play()) == 1
+
+
+def test_later_requests_are_the_first_one_with_a_new_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a client's first request (built by the openai client), later ones reuse it: same URL, same headers."""
+    built = []
+    request = openai.AsyncOpenAI.request
+
+    async def counted(self: openai.AsyncOpenAI, *arguments: Any, **options: Any) -> Any:
+        built.append(self)
+        return await request(self, *arguments, **options)
+
+    monkeypatch.setattr(openai.AsyncOpenAI, "request", counted)
+    asked = [[{"role": "user", "content": f"Question {n}, \u00e9l\u00e8ve."}] for n in range(3)]
+    with recording_server() as (url, seen):
+        client = ModelClient(ModelSettings(base_url=url, api_key="sk-test", model="m", tools="native"))
+
+        async def three() -> list[str | None]:
+            async with client:
+                return [(await client.complete(each, tools=[TOOL])).content for each in asked]
+
+        assert asyncio.run(three()) == ["Done."] * 3
+    assert len(built) == 1  # the openai client built the first request; the later ones reused it
+    assert [request["path"] for request in seen] == ["/v1/chat/completions"] * 3
+    assert [json.loads(request["body"]) for request in seen] == [request_options("m", each, [TOOL]) for each in asked]
+    first, *later = [{name.lower(): value for name, value in request["headers"].items()} for request in seen]
+    assert first["authorization"] == "Bearer sk-test" and first["user-agent"].startswith("AsyncOpenAI/Python")
+    for headers in later:
+        assert {**headers, "content-length": ""} == {**first, "content-length": ""}
+        assert int(headers["content-length"]) == len(seen[later.index(headers) + 1]["body"])
+
+
+def test_cookies_a_server_sets_are_sent_back_as_the_openai_client_would() -> None:
+    with recording_server(answer_headers={"Set-Cookie": "__cf_bm=abc123; Path=/"}) as (url, seen):
+        client = ModelClient(ModelSettings(base_url=url, api_key="k", model="m"))
+
+        async def three() -> None:
+            async with client:
+                for _ in range(3):
+                    await client.complete(HELLO)
+
+        asyncio.run(three())
+    cookies = [{name.lower(): value for name, value in request["headers"].items()}.get("cookie") for request in seen]
+    assert cookies == [None, "__cf_bm=abc123", "__cf_bm=abc123"]
+
+
+WARM = reply("Warm.")
+
+# Failures as a first request meets them and as a later one does: the sentences, the attempts and the
+# waits must be the same, whichever way the request was built.
+FAILURES: dict[str, list[Step]] = {
+    "500 then 429 with Retry-After, then an answer": [
+        http_error(500, "Overloaded."),
+        http_error(429, "Slow down.", headers={"Retry-After": "7"}),
+        reply("Done."),
+    ],
+    "503 every time": [http_error(503, "Busy.")] * 3,
+    "400": [http_error(400, "Bad input.")],
+    "401": [http_error(401, "Wrong key.")],
+    "404": [http_error(404, "No such model.")],
+    "an exhausted quota": [http_error(429, "Quota.", code="insufficient_quota", type="insufficient_quota")],
+    "a server that takes no tools": [http_error(500, "tools param requires --jinja flag")],
+    "an error answer that is not JSON": [raw("<html>Bad gateway</html>", status=502)] * 3,
+    "a redirect": [raw({"error": "moved"}, status=302)],
+    "an answer that is not JSON": [raw("<html>hello</html>")],
+    "no choices": [raw({"choices": []})],
+    "too slow every time": [slow(reply("late"), 5)] * 3,
+    "too slow once": [slow(reply("late"), 5), reply("Done.")],
+}
+
+
+class _Waits:
+    """A clock that moves only when the client sleeps, and the waits it slept."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+def _outcome(settings: ModelSettings, warm: bool) -> tuple[Any, ...]:
+    """What a request ends in (the answer or the error's class, text and attempts) and the waits before it."""
+    time = _Waits()
+
+    async def ask() -> Any:
+        async with ModelClient(settings, sleep=time.sleep, clock=time.clock) as client:
+            if warm:
+                await client.complete(HELLO)
+            try:
+                done = await client.complete(HELLO, tools=[TOOL])
+            except ModelError as error:
+                return type(error).__name__, str(error), getattr(error, "attempts", None)
+            return done.content, done.attempts
+
+    outcome = asyncio.run(ask())
+    # Backoff has jitter (0.5 s x 2^n, plus up to 0.5 s): the waits are compared by their whole seconds.
+    return outcome, [int(wait) for wait in time.waits]
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_a_failure_reads_the_same_on_a_later_request_as_on_the_first(failure: str) -> None:
+    steps = FAILURES[failure]
+    with fake_model([*steps, WARM, *steps], check=False) as fake:
+        settings = ModelSettings(
+            base_url=fake.base_url, api_key="k", model=fake.model, timeout=0.3, max_attempts=3, tools="native"
+        )
+        first = _outcome(settings, warm=False)
+        later = _outcome(settings, warm=True)
+        assert not fake.remaining
+    assert later == first
+    assert first[0][0] in ("Done.", "ModelUnavailable", "ModelRequestRejected")
+
+
+def test_a_server_gone_after_an_answer_is_a_connection_error_as_on_a_first_request() -> None:
+    with fake_model([WARM]) as fake:
+        settings = ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model, max_attempts=2)
+        time = _Waits()
+
+        async def ask_after_it_is_gone() -> str:
+            async with ModelClient(settings, sleep=time.sleep, clock=time.clock) as client:
+                await client.complete(HELLO)
+                fake.close()
+                with pytest.raises(ModelUnavailable) as gone:
+                    await client.complete(HELLO)
+                return str(gone.value)
+
+        later = asyncio.run(ask_after_it_is_gone())
+    assert "unavailable after 2 attempts" in later and "a connection error" in later
+    assert later == _outcome(settings, warm=False)[0][1]
+
+
+def test_a_redirected_request_is_not_the_one_later_requests_repeat() -> None:
+    """A server that redirects (307) every request keeps being asked at the address gm was given."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.path)
+            if self.path.startswith("/v1/"):
+                self.send_response(307)
+                self.send_header("Location", "/moved/chat/completions")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = json.dumps(ANSWER).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        client = ModelClient(ModelSettings(f"http://127.0.0.1:{server.server_address[1]}/v1", "k", "m"))
+
+        async def three() -> list[str | None]:
+            async with client:
+                return [(await client.complete(HELLO)).content for _ in range(3)]
+
+        assert asyncio.run(three()) == ["Done."] * 3
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["/v1/chat/completions", "/moved/chat/completions"] * 3
