@@ -12,6 +12,7 @@ from typing import Any
 
 import openai
 import pytest
+from test_model import FakeTime
 
 from gm import transport
 from gm.model import ModelClient, ModelError, ModelSettings, ModelUnavailable, request_options
@@ -189,24 +190,9 @@ FAILURES: dict[str, list[Step]] = {
 }
 
 
-class _Waits:
-    """A clock that moves only when the client sleeps, and the waits it slept."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.waits: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.now += seconds
-
-
 def _outcome(settings: ModelSettings, warm: bool) -> tuple[Any, ...]:
     """What a request ends in (the answer or the error's class, text and attempts) and the waits before it."""
-    time = _Waits()
+    time = FakeTime()
 
     async def ask() -> Any:
         async with ModelClient(settings, sleep=time.sleep, clock=time.clock) as client:
@@ -240,7 +226,7 @@ def test_a_failure_reads_the_same_on_a_later_request_as_on_the_first(failure: st
 def test_a_server_gone_after_an_answer_is_a_connection_error_as_on_a_first_request() -> None:
     with fake_model([WARM]) as fake:
         settings = ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model, max_attempts=2)
-        time = _Waits()
+        time = FakeTime()
 
         async def ask_after_it_is_gone() -> str:
             async with ModelClient(settings, sleep=time.sleep, clock=time.clock) as client:
