@@ -8,11 +8,13 @@ a dice.json file by any name. A file that cannot be read or parsed stops the che
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gm.problems import Problem, ProblemsError, read_json
+from gm.lru import LRU
+from gm.problems import Problem, ProblemsError, read_json, read_regular
 from gm.rules import Rules, parse_rules, validate
 from gm.worlddef import DICE_FILE, WORLD_FILE, World, validate_world, world_from_data
 
@@ -71,6 +73,44 @@ def load_world(path: Path) -> World:
         raise ProblemsError(str(path), [Problem("$", f"{what} {WORLD_FILE}")])
     world_data, dice_data = _read(files, path)
     return world_from_data(world_data, dice_data, str(path))
+
+
+class LoadedWorlds:
+    """Worlds loaded from folders and kept by their files' content, so a server starting many stories checks each once.
+
+    Checking a world (its schema, its rules, its checks against its characters) takes about 15 ms of
+    CPU, and `gm serve` loaded the world anew for every story it started. `load` reads the files
+    again each time (a few KB, as `load_world` does, FIFOs refused) and checks them only when their
+    bytes differ from the last ones seen for that path, so an edited world is taken at once and a
+    broken one is refused with its problems, as before. A World is shared by every story played in
+    it (`gm.shared_worlds`), so handing out one object is safe. At most `size` worlds are kept.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self._worlds: LRU[tuple[str, bytes], World] = LRU(size)
+
+    def load(self, path: Path) -> World:
+        """`load_world(path)`, from the cache when its files hold the bytes they held when it was last loaded."""
+        key = _content_key(path)
+        world = self._worlds.get(key) if key is not None else None
+        if world is None:
+            world = load_world(path)
+            if key is not None and _content_key(path) == key:  # not changed while it was read: keep it
+                self._worlds.put(key, world)
+        return world
+
+
+def _content_key(path: Path) -> tuple[str, bytes] | None:
+    """The path with a digest of its world files' bytes; None when they cannot be read (`load_world` says why)."""
+    try:
+        files = world_files(path)
+        digest = hashlib.sha256()
+        for file in (files.world, files.dice):
+            content = b"" if file is None else read_regular(file)
+            digest.update(len(content).to_bytes(8, "big") + content)
+    except (OSError, ProblemsError):
+        return None
+    return str(path), digest.digest()
 
 
 def _read(files: WorldFiles, path: Path) -> tuple[Any, Any]:

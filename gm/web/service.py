@@ -14,7 +14,7 @@ from gm.game import Game
 from gm.lru import LRU
 from gm.problems import ProblemsError
 from gm.store import Story, StoryNotFound
-from gm.world import load_world
+from gm.world import LoadedWorlds
 from gm.worlddef import WORLD_FILE, World
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -43,6 +43,7 @@ class Service:
     api_token: str | None = None  # GM_API_TOKEN: when set, needed to create stories
     # A story's token hash never changes, nor does a story go away, so a hash once read stays true.
     _tokens: LRU[str, str] = field(default_factory=lambda: LRU(CACHED_TOKENS), repr=False)
+    _worlds: LoadedWorlds = field(default_factory=LoadedWorlds, repr=False)  # checked once per content, not per story
 
     def world_names(self) -> list[str]:
         if not self.worlds_dir.is_dir():
@@ -58,7 +59,7 @@ class Service:
         if not WORLD_NAME.match(name) or name not in self.world_names():
             raise NotFound(f"there is no world '{name}'")
         try:
-            return load_world(self.worlds_dir / name)
+            return self._worlds.load(self.worlds_dir / name)
         except ProblemsError as error:
             raise NotFound(f"the world '{name}' fails its check: {error}") from None
 
