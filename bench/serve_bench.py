@@ -33,7 +33,9 @@ Reported: rounds/s (rounds answered 200 / the scenario's wall time); added laten
 (nearest rank): the round's latency at the client minus the fake's delay times the model calls the
 round made (game master and judge, as the fake counted them): the API, round engine, database,
 openai client and both loopback hops; server CPU (the `gm serve` processes' CPU time over wall
-time, 100% = one core), the bench's and the fake's; probe p50/p99: the latency of `GET /api/none`
+time, 100% = one core), the bench's and the fake's; server CPU per round (the servers' CPU time over
+the scenario, ramp and memory keeper included, divided by every round they answered: what the
+server's throughput follows); probe p50/p99: the latency of `GET /api/none`
 (a 404 from the app, no database) sent every 50 ms on its own connection: the event loop's stalls.
 The memory keeper runs after each round is answered, on the same server; its calls wait the delay
 too, are in no round's latency, and each scenario waits for them to finish before the next starts.
@@ -119,6 +121,8 @@ class Result:
     played: list[Played] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     server_cpu: float = 0.0
+    server_cpu_seconds: float = 0.0
+    answered: int = 0  # every round answered 200, the ramp's too: what the server's CPU time was spent on
     bench_cpu: float = 0.0
     fake_cpu: float = 0.0
     probe: list[float] = field(default_factory=list)
@@ -177,6 +181,7 @@ async def scenario(
     result = Result(setup.variant, setup.database, processes, kind, clients, delay=delay)
     level = next(LEVEL_INDEX)
     stories = await create_stories(servers, clients)
+    print(f"  {setup.variant} {setup.database}: {clients} stories made, the clock starts", file=sys.stderr, flush=True)
     ramp = 0.0 if think is None else think
     rng = random.Random(level)
     finished = asyncio.Event()
@@ -198,6 +203,7 @@ async def scenario(
                 if status != 200:
                     result.errors.append(f"{marker}: {status} {body}")
                     break
+                result.answered += 1
                 if sent >= began + ramp:
                     result.played.append(Played(marker, number, sent, took))
                 number += 1
@@ -247,7 +253,8 @@ async def scenario(
     finished.set()
     await prober
     result.wall = (max(ends) if ends else time.perf_counter()) - began - ramp
-    result.server_cpu = (sum(s.cpu_seconds() for s in servers) - cpu_before) / (result.wall + ramp)
+    result.server_cpu_seconds = sum(s.cpu_seconds() for s in servers) - cpu_before
+    result.server_cpu = result.server_cpu_seconds / (result.wall + ramp)
     result.bench_cpu = (time.process_time() - own_before) / (result.wall + ramp)
     stats = await fake.stats()
     result.fake_cpu = (stats["cpu"] - fake_before) / (result.wall + ramp)
@@ -277,6 +284,11 @@ def given_up(result: Result) -> str:
     return f" (+{len(result.unfinished):,} given up)" if result.unfinished else ""
 
 
+def per_round(result: Result) -> str:
+    """The servers' CPU time over the scenario (ramp and memory keeper included) per round answered."""
+    return ms(result.server_cpu_seconds / result.answered) if result.answered else "-"
+
+
 def rate(result: Result) -> float:
     return len(result.played) / result.wall if result.wall > 0 else 0.0
 
@@ -284,8 +296,8 @@ def rate(result: Result) -> float:
 def table(results: Sequence[Result]) -> str:
     lines = [
         "| variant | database | processes | scenario | rounds | rounds/s | added p50 (ms) | added p99 (ms) "
-        "| probe p50 / p99 (ms) | server CPU | bench CPU | fake CPU |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| probe p50 / p99 (ms) | server CPU | server CPU/round (ms) | bench CPU | fake CPU |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         added, _ = r.added()
@@ -295,7 +307,8 @@ def table(results: Sequence[Result]) -> str:
         lines.append(
             f"| {r.variant} | {r.database} | {r.processes} | {what} | {len(r.played):,}{given_up(r)} | {rate(r):.1f} "
             f"| {middle} "
-            f"| {probe} | {r.server_cpu * 100:.0f}% | {r.bench_cpu * 100:.0f}% | {r.fake_cpu * 100:.0f}% |"
+            f"| {probe} | {r.server_cpu * 100:.0f}% | {per_round(r)} "
+            f"| {r.bench_cpu * 100:.0f}% | {r.fake_cpu * 100:.0f}% |"
         )
     return "\n".join(lines)
 
