@@ -61,10 +61,13 @@ class Chat:
             self.say(f"It is {public.time}.")
         if (waiting := question_of(self.game.store, self.story_id)) is not None:
             self.ask(waiting)
-        while (line := await asyncio.to_thread(self.read_line)) is not None:
-            if not await self.handle(line):
-                break
-        await self.game.settle()
+        try:
+            while (line := await asyncio.to_thread(self.read_line)) is not None:
+                if not await self.handle(line):
+                    break
+            await self.game.settle()
+        finally:
+            await self.game.aclose()  # before the event loop ends (gm.aiohttp_transport)
         self.say(f"The story is saved; continue it with: gm play --story {self.story_id}")
 
     def read_line(self) -> str | None:

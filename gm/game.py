@@ -277,6 +277,18 @@ class Game:
         while self._memory_tasks:
             await asyncio.gather(*list(self._memory_tasks), return_exceptions=True)
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the game's models (game master, judge, memory keeper) that hold any.
+
+        The game stays usable: a model called again opens new connections. Call it before the event
+        loop ends (`Chat.run` and `gm serve` do), so no connection is left for the loop's end to find.
+        """
+        models = {id(model): model for model in (self.model, self.keeper.model, self.judge.model)}
+        for model in models.values():
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
+
     def _remember(self, story_id: str, *, flush: bool = False, number: int | None = None) -> None:
         """Start the memory keeper on the story (after round `number` was accepted), unless it counts the
         round's batch as still short (`MemoryKeeper.due`): a server then makes no database call for it."""

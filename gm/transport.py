@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import openai
 
+from gm.aiohttp_transport import AiohttpClient
 from gm.textcalls import refuses_tools
 
 RETRIED_STATUSES = frozenset({408, 409, 429})  # and every 5xx
@@ -136,7 +137,7 @@ class Clients:
 
     def __init__(self, make: Callable[..., openai.AsyncOpenAI]) -> None:
         self._make = make
-        self._shards = [self._open_one()]
+        self._shards: list[_Shard] = []  # the first is opened by the first request, and again after `aclose`
         self._opening: asyncio.Task[None] | None = None
 
     def _open_one(self) -> _Shard:
@@ -147,7 +148,7 @@ class Clients:
             max_keepalive_connections=KEPT_IDLE,
             keepalive_expiry=openai.DEFAULT_CONNECTION_LIMITS.keepalive_expiry,
         )
-        return _Shard(self._make(http_client=openai.DefaultAsyncHttpxClient(limits=limits)))
+        return _Shard(self._make(http_client=AiohttpClient(limits=limits)))
 
     @property
     def count(self) -> int:
@@ -163,6 +164,8 @@ class Clients:
         and changes nothing in a body gm already builds as plain JSON. After a client's first
         request, its later ones are that request with a new body (`_Prepared`).
         """
+        if not self._shards:
+            self._shards.append(self._open_one())
         shard = next((shard for shard in self._shards if shard.in_flight < SHARD_LOAD), None)
         if shard is None:
             shard = min(self._shards, key=_load)
@@ -193,10 +196,11 @@ class Clients:
             self._opening = None
 
     async def aclose(self) -> None:
-        """Close every client's connections (and one being opened)."""
+        """Close every client's connections (and one being opened); a later request opens a new client."""
         if self._opening is not None:
             await asyncio.gather(self._opening, return_exceptions=True)
-        for shard in self._shards:
+        shards, self._shards = self._shards, []
+        for shard in shards:
             await shard.client.close()
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,13 @@ def create_app(
     so it answers only to `editor_hosts`, and asks for `editor_login` when given one (which any Host
     name beyond loopback needs).
     """
-    app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await game.aclose()  # the models' connections, before the server's event loop ends
+
+    app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.", lifespan=lifespan)
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
     app.include_router(integrity_router)

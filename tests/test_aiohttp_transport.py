@@ -1,0 +1,137 @@
+"""The model client's aiohttp transport: a failure reads as its cause; a client outlives a closed session or loop."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import socket
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx2
+import pytest
+from test_model import FakeTime, closed_port
+
+from gm.aiohttp_transport import AiohttpClient, AiohttpTransport
+from gm.model import ModelClient, ModelSettings, ModelUnavailable
+from gm.testing import fake_model, reply
+
+HELLO = [{"role": "user", "content": "I pick the lock."}]
+
+
+@contextmanager
+def raw_server(answer: bytes | None) -> Iterator[str]:
+    """A TCP server that reads a request, writes `answer` (None: nothing) and hangs up, for every connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    connection.recv(65536)
+                    if answer is not None:
+                        connection.sendall(answer)
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def failure(url: str) -> str:
+    """The sentence a model call to `url` fails with, after two attempts."""
+    time = FakeTime()
+
+    async def call() -> str:
+        async with ModelClient(
+            ModelSettings(base_url=url, api_key="k", model="m", max_attempts=2, timeout=5),
+            sleep=time.sleep,
+            clock=time.clock,
+        ) as client:
+            with pytest.raises(ModelUnavailable) as failed:
+                await client.complete(HELLO)
+            return str(failed.value)
+
+    return asyncio.run(call())
+
+
+def test_a_refused_connection_is_a_connection_error_not_a_timeout() -> None:
+    said = failure(f"http://127.0.0.1:{closed_port()}/v1")
+    assert "a connection error (Cannot connect to host 127.0.0.1" in said
+    assert "no answer within" not in said
+
+
+def test_a_server_that_hangs_up_without_answering_is_a_connection_error() -> None:
+    with raw_server(None) as url:
+        said = failure(url)
+    assert "unavailable after 2 attempts" in said and "a connection error (Server disconnected)" in said
+
+
+def test_an_answer_that_is_not_http_is_a_connection_error_in_one_sentence() -> None:
+    with raw_server(b"\x00\x1b[2J not http at all\r\n\r\n") as url:
+        said = failure(url)
+    assert "a connection error (" in said and "\x1b" not in said and "\n" not in said
+
+
+def test_a_client_closed_then_called_again_opens_new_connections() -> None:
+    with fake_model([reply("One."), reply("Two."), reply("Three.")]) as fake:
+        settings = ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model)
+        client = ModelClient(settings)
+
+        async def twice() -> list[str | None]:
+            first = await client.complete(HELLO)
+            await client.aclose()
+            second = await client.complete(HELLO)
+            await client.aclose()
+            return [first.content, second.content]
+
+        assert asyncio.run(twice()) == ["One.", "Two."]
+
+        async def again() -> str | None:  # a new event loop: the last one's session is not touched
+            async with client:
+                return (await client.complete(HELLO)).content
+
+        assert asyncio.run(again()) == "Three."
+
+
+def test_a_closed_client_leaves_no_session_for_the_garbage_collector_to_warn_of() -> None:
+    with fake_model([reply("One.")]) as fake:
+        settings = ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model)
+
+        async def call() -> None:
+            async with ModelClient(settings) as client:
+                await client.complete(HELLO)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            asyncio.run(call())
+            gc.collect()
+    assert not [warning for warning in caught if "nclosed" in str(warning.message)]
+
+
+def test_a_proxy_from_the_environment_keeps_httpxs_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client = AiohttpClient()
+    proxied = client._transport_for_url(httpx2.URL("https://api.openai.com/v1/chat/completions"))
+    direct = client._transport_for_url(httpx2.URL("http://127.0.0.1:8000/v1/chat/completions"))
+    assert isinstance(proxied, httpx2.AsyncHTTPTransport) and not isinstance(proxied, AiohttpTransport)
+    assert isinstance(direct, AiohttpTransport)
