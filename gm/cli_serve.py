@@ -70,6 +70,8 @@ def run_serve(arguments: argparse.Namespace) -> int:
 
     With `--workers N`, uvicorn runs N worker processes on one port, each building its own Game,
     model client and database engine (`worker_app`) after it starts: nothing is shared but the database.
+    uvicorn runs its event loop on uvloop and parses HTTP with httptools, both C, both dependencies
+    of gm (uvloop where it is built: not on Windows, where asyncio's own loop serves).
     """
     check_workers(arguments.workers, default_database_url())
     check_port(arguments.host, arguments.port)
