@@ -18,7 +18,9 @@ environment, which keeps httpx's own transport (`_init_proxy_transport` is not r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
+import weakref
 from typing import Any
 
 import aiohttp
@@ -57,12 +59,15 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         self._limits = limits or httpx2.Limits()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._dropped: weakref.finalize[Any, AiohttpTransport] | None = None
 
     def _session_here(self) -> aiohttp.ClientSession:
         # A session belongs to the event loop it was opened on; a client used again under a new loop (a
         # library user calling asyncio.run twice) opens a new one rather than touch the old loop's sockets.
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop or self._session.closed:
+            if self._session is not None:
+                _let_go(self._session)
             connector = aiohttp.TCPConnector(
                 limit=self._limits.max_connections or 0,
                 limit_per_host=0,
@@ -73,6 +78,11 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
                 connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False
             )
             self._loop = loop
+            # A client dropped without being closed (a library user who never calls aclose) lets its
+            # sockets go when it is collected, or at exit, instead of aiohttp warning of an unclosed session.
+            if self._dropped is not None:
+                self._dropped.detach()
+            self._dropped = weakref.finalize(self, _let_go, self._session)
         return self._session
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -109,6 +119,15 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         session, self._session = self._session, None
         if session is not None and not session.closed and self._loop is asyncio.get_running_loop():
             await session.close()
+
+
+def _let_go(session: aiohttp.ClientSession) -> None:
+    """Close a session's sockets at once, without awaiting: for a session whose transport or loop is gone."""
+    connector = session.connector
+    if connector is not None and not connector.closed:
+        with contextlib.suppress(Exception):  # a loop already closed: its sockets went with it
+            connector._close()  # what `close()` does before its awaitable, which no one is left to await
+    session.detach()
 
 
 def _as_httpx(error: Exception, request: httpx2.Request) -> Exception:

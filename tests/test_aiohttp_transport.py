@@ -126,6 +126,23 @@ def test_a_closed_client_leaves_no_session_for_the_garbage_collector_to_warn_of(
     assert not [warning for warning in caught if "nclosed" in str(warning.message)]
 
 
+def test_a_client_dropped_without_closing_lets_its_sockets_go_without_a_warning() -> None:
+    with fake_model([reply("One.")]) as fake:
+        settings = ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model)
+
+        async def call_and_drop() -> None:
+            client = ModelClient(settings)
+            await client.complete(HELLO)
+            del client
+            gc.collect()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            asyncio.run(call_and_drop())
+            gc.collect()
+    assert not [warning for warning in caught if "nclosed" in str(warning.message)]
+
+
 def test_a_proxy_from_the_environment_keeps_httpxs_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
