@@ -166,7 +166,11 @@ def test_the_heartbeat_beats_while_the_round_runs_and_ends_with_it(store: Store,
         async with table(store, [slow(reply("Done."), 0.5)], settings=SHORT) as played:
             story = played.game.start_story(write_world(tmp_path / "w"))
             round_ = asyncio.create_task(played.game.play(story, "I wait."))
-            await asyncio.sleep(0.25)
+            # In the model's 0.5 s wait, the lease taken: not a fixed sleep, which a loaded machine outruns.
+            for _ in range(400):
+                if played.master.requests:
+                    break
+                await asyncio.sleep(0.025)
             during = beating()
             await round_
             await asyncio.sleep(0.3)
