@@ -132,7 +132,9 @@ class Clients:
     a worker thread: building an openai client loads TLS certificates, tens of milliseconds the
     event loop must not wait), up to MAX_SHARDS; past that, the least loaded client takes it.
     Only the event loop's thread uses this (the counts need no lock); every client has the same
-    settings, retries off.
+    settings, retries off. That walk was httpx's pool; the clients now send over aiohttp
+    (`gm.aiohttp_transport`), whose pool does not walk its connections and ignores KEPT_IDLE, so
+    the split may no longer pay: it is kept as measured until a bench says otherwise.
     """
 
     def __init__(self, make: Callable[..., openai.AsyncOpenAI]) -> None:
