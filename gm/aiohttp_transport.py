@@ -135,9 +135,11 @@ def _as_httpx(error: Exception, request: httpx2.Request) -> Exception:
     for cause, timeout in _TIMEOUTS:
         if isinstance(error, cause):
             return timeout(str(error) or "timed out", request=request)
+    # aiohttp words a malformed answer as `400, message="..."`: its parser's own code, not the server's status.
+    text = error.message if isinstance(error, aiohttp.ClientResponseError) else str(error)
     for cause, failure in _FAILURES:
         if isinstance(error, cause):
-            return failure(str(error) or type(error).__name__, request=request)
+            return failure(text or type(error).__name__, request=request)
     return error
 
 

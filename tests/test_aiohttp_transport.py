@@ -90,6 +90,12 @@ def test_an_answer_that_is_not_http_is_a_connection_error_in_one_sentence() -> N
     assert "a connection error (" in said and "\x1b" not in said and "\n" not in said
 
 
+def test_a_malformed_answer_is_worded_by_what_is_wrong_not_as_an_http_status() -> None:
+    with raw_server(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n") as url:
+        said = failure(url)
+    assert "a connection error (Got more than 8190 bytes" in said and "message=" not in said
+
+
 def test_a_client_closed_then_called_again_opens_new_connections() -> None:
     with fake_model([reply("One."), reply("Two."), reply("Three.")]) as fake:
         settings = ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model)
