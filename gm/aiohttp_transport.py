@@ -3,7 +3,7 @@
 Why: a model call through the openai client's default transport (httpx over httpcore, anyio and
 h11) spent more CPU in that stack than in the rest of the call, and httpcore's pool walks every
 connection it holds on each request and each response. aiohttp keeps idle connections in a list
-per host and parses HTTP in C: in `bench/client_bench.py` a call costs 0.55 to 0.74 times the CPU.
+per host and parses HTTP in C: in `bench/client_bench.py` a call costs 0.55 to 0.76 times the CPU.
 
 The openai package offers the same (`openai.DefaultAioHttpClient`, its `aiohttp` extra), but its
 bundled transport maps a refused connection, and a server that hung up, to a connect *timeout*,
