@@ -15,6 +15,7 @@ same way: `gm.failing`). What the attempt reads and writes, on the database's wo
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from gm.attempt import (
     paused_record,
     roll_writer,
 )
+from gm.commit_groups import when_durable
 from gm.errors import ModelRetry, RoundFailed
 from gm.failing import end_failed
 from gm.judge import Judge
@@ -127,8 +129,8 @@ def on_loop(listener: RoundEvents) -> RoundEvents:
     def tell(kind: str, data: dict[str, Any]) -> None:
         if threading.get_ident() == loop_thread:
             listener(kind, data)
-        else:  # from a worker thread: hand it to the loop, where it keeps its place in line
-            loop.call_soon_threadsafe(listener, kind, data)
+        else:  # from a worker thread: hand it to the loop, where it keeps its place in line, once it is durable
+            when_durable(functools.partial(loop.call_soon_threadsafe, listener, kind, data))
 
     return tell
 

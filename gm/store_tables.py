@@ -21,6 +21,7 @@ from sqlalchemy.orm.base import manager_of_class
 from sqlmodel import Session, SQLModel
 
 import gm.records  # noqa: F401  (every table is mapped before the mappers are configured below)
+from gm.commit_groups import current_group
 from gm.errors import Conflict, NotFound, RoundFailed, UsageError
 from gm.text import unstorable
 
@@ -61,21 +62,39 @@ class Tables:
 
     engine: Engine
 
+    # On SQLite's database thread each of the three joins the group of work being committed together
+    # (gm.commit_groups): its writes are the same, and durable by the time the work's caller hears of them.
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         """An ORM session, for the store's less frequent work (and for tests that look inside)."""
+        group = current_group()
+        if group is not None and group.serves(self.engine):
+            with group.session(self.engine) as session:
+                yield session
+            return
         with Session(self.engine, expire_on_commit=False) as session:
             yield session
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """One Core transaction on one connection: committed at the end of the block, rolled back on an error."""
+        group = current_group()
+        if group is not None and group.serves(self.engine):
+            with group.transaction(self.engine) as connection:
+                yield connection
+            return
         with self.engine.begin() as connection:
             yield connection
 
     @contextmanager
     def reading(self) -> Iterator[Connection]:
         """One connection for reads only: nothing to commit (the pool rolls it back as it takes it back)."""
+        group = current_group()
+        if group is not None and group.serves(self.engine):
+            with group.reading(self.engine) as connection:
+                yield connection
+            return
         with self.engine.connect() as connection:
             yield connection
 

@@ -7,7 +7,8 @@ checked on it stalls every other story and request meanwhile. So the database wo
 - SQLite: one thread. SQLite has a single writer, so more threads would only queue on its lock (and
   lose time to it: measured in bench/serve_bench.py), while one thread keeps the loop free and the
   writes in the order they were asked for. The sqlite3 module lets go of the GIL while SQLite works,
-  so the loop runs during every statement, commit and fsync.
+  so the loop runs during every statement, commit and fsync. The thread commits the work that queued
+  meanwhile together, in one transaction (`gm.commit_groups.CommitGroups`: group commit).
 - A database server (PostgreSQL): `SERVER_THREADS` threads, and as many pooled connections for them
   (`gm.store.make_engine`), so one slow statement or round trip never holds up the other stories.
 
@@ -23,10 +24,12 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
+
+from gm.commit_groups import CommitGroups
 
 T = TypeVar("T")
 
@@ -44,6 +47,10 @@ class Workers:
         self.threads = threads
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
 
+    def submit(self, call: Callable[[], T]) -> Future[T]:
+        """Queue `call` for a worker thread."""
+        return self._executor.submit(call)
+
     async def run(self, work: Callable[..., T], *arguments: Any) -> T:
         """`work(*arguments)` in a worker thread, with the caller's context variables (as `asyncio.to_thread`).
 
@@ -51,7 +58,7 @@ class Workers:
         the cancellation goes on, so what the caller does next (mark its attempt failed, release its lease)
         comes after it, as it would if the work had run in the caller."""
         call = functools.partial(contextvars.copy_context().run, work, *arguments)
-        future = self._executor.submit(call)
+        future = self.submit(call)
         waited = asyncio.wrap_future(future)
         try:
             return await asyncio.shield(waited)
@@ -65,17 +72,33 @@ class Workers:
         self._executor.shutdown(wait=False)
 
 
+class GroupCommitting(Workers):
+    """SQLite's one database thread, committing the work that queued meanwhile in one transaction (gm.commit_groups)."""
+
+    def __init__(self, engine: Engine, name: str) -> None:  # no thread pool: the groups have their thread
+        self.threads = 1
+        self.groups = CommitGroups(engine, name)
+
+    def submit(self, call: Callable[[], T]) -> Future[T]:
+        return self.groups.submit(call)
+
+    def close(self) -> None:
+        self.groups.close()
+
+
 _workers: weakref.WeakKeyDictionary[Engine, Workers] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
 def workers_for(engine: Engine) -> Workers:
-    """The engine's workers: one thread for SQLite, `SERVER_THREADS` for a database server.
+    """The engine's workers: one thread committing in groups for SQLite, `SERVER_THREADS` for a database server.
 
     Kept per engine (not per Store), so two stores on one engine share them, and dropped with the engine."""
     with _lock:
         found = _workers.get(engine)
         if found is None:
-            threads = 1 if engine.dialect.name == "sqlite" else SERVER_THREADS
-            found = _workers[engine] = Workers(threads, f"gm-{engine.dialect.name}")
+            if engine.dialect.name == "sqlite":
+                found = _workers[engine] = GroupCommitting(engine, "gm-sqlite")
+            else:
+                found = _workers[engine] = Workers(SERVER_THREADS, f"gm-{engine.dialect.name}")
         return found
