@@ -93,7 +93,7 @@ class AttemptState:
     calls_before: int = 0  # model calls made before the round paused for dice (they count toward the bound)
     regenerating: bool = False
     unfinished: set[str] = field(default_factory=set)  # earlier attempts at this round that were not accepted
-    finish: Callable[[Narration], RoundResult] | None = None  # accepts the round (in the worker thread)
+    finish: Callable[[AttemptState, Narration], RoundResult] | None = None  # accepts the round (in the worker thread)
     accepted: RoundResult | None = None  # the round, once accepted
 
 

@@ -51,7 +51,7 @@ from gm.referee import Outcome, Result, Telling, judge_refusals, referee
 from gm.store import RollRecord, Store, model_call_from
 from gm.store_rounds import NOTHING_TO_REGENERATE as NOTHING_TO_REGENERATE  # where the web API finds it
 from gm.table import FacesNeeded
-from gm.tools import Narration, RoundTools, round_roll, tool_schemas
+from gm.tools import DATABASE_TOOLS, Narration, RoundTools, round_roll, tool_schemas
 from gm.worlddef import World
 
 __all__ = [
@@ -152,12 +152,9 @@ async def run_attempt(
     `pending` are tool calls of the game master's last answer still to run, for a round taken up again.
     """
 
-    def finish(ending: Narration) -> RoundResult:
-        """Accept the round (in the worker thread), letting the lease go."""
-        lease.ending = True
-        return accept(store, story_id, world, state, ending, state.regenerating, lease.holder)
-
-    state.finish = finish
+    # A partial, not a closure over `state`: the state would then hold itself, a cycle that only the garbage
+    # collector frees, and a server's collections walked every round's state left over (bench/serve_bench.py).
+    state.finish = functools.partial(_finish, store, story_id, world, lease)
     result: RoundResult | RoundPaused
     try:
         try:
@@ -169,7 +166,7 @@ async def run_attempt(
             await store.off_loop(keep_paused, store, kept, calls, lease.holder)
             result = RoundPaused(story_id=story_id, asking=paused.question)
         else:  # accepted already if its last tool calls needed no judge (one hand-off fewer: `_run_calls`)
-            result = state.accepted if state.accepted is not None else await store.off_loop(finish, ending)
+            result = state.accepted if state.accepted is not None else await store.off_loop(state.finish, state, ending)
     except BaseException as error:  # gave up, unreachable, a failed write, a bug: never left running
         calls = bind(state.calls, story_id, state.attempt_id)
         failed = await end_failed(store, state.attempt_id, calls, error)
@@ -177,6 +174,14 @@ async def run_attempt(
         raise failed from None
     await lease.stop()
     return result
+
+
+def _finish(
+    store: Store, story_id: str, world: World, lease: RoundLease, state: AttemptState, ending: Narration
+) -> RoundResult:
+    """Accept the round (in the worker thread), letting the lease go."""
+    lease.ending = True
+    return accept(store, story_id, world, state, ending, state.regenerating, lease.holder)
 
 
 async def _tool_loop(
@@ -219,9 +224,12 @@ async def _step(
     """Act on one answer of the game master (its tool calls, or its plain text): the ending, if it ended the round."""
     refusals_before = len(state.refusals)
     judging = judge is not None and state.judged
-    # Tool calls write rolls, so they are database work like the rest (see Store.off_loop).
-    if calls:
+    # Tool calls that roll or reveal read and write the database, so they run in its worker thread (see
+    # Store.off_loop); the others (narrate, advance_time) are pure, and run here, their accept its own hand-off.
+    if any(call.name in DATABASE_TOOLS for call in calls):
         ending = await store.off_loop(_run_calls, list(calls), state.tools, state, judging)
+    elif calls:
+        ending = _run_calls(list(calls), state.tools, state, judging, accept=False)
     else:
         ending = _plain_text(content, world, state.tools, state)
     if state.accepted is None:  # else accepted with its tool calls: unjudged, its refusals counted (`_run_calls`)
@@ -242,14 +250,16 @@ async def _step(
     return None
 
 
-def _run_calls(calls: list[ToolCall], tools: RoundTools, state: AttemptState, judging: bool) -> Narration | None:
+def _run_calls(
+    calls: list[ToolCall], tools: RoundTools, state: AttemptState, judging: bool, accept: bool = True
+) -> Narration | None:
     """Run each tool call in order; every call gets its result message, even those after an ending.
 
     A tool that wants the model to try again raises `ModelRetry`: its sentence is the call's result,
     and it counts as one of the round's refusals. A check waiting for the player's dice (gm.table)
     pauses the round there: that call and those after it are kept to run when the faces come.
-    An ending the judge need not read (`judging` off, or no check roll settled) is accepted here at
-    once (`state.finish`), in the same hand-off to the worker thread, into `state.accepted`.
+    With `accept` (in the worker thread), an ending the judge need not read (`judging` off, or no check
+    roll settled) is accepted here at once (`state.finish`), in the same hand-off, into `state.accepted`.
     """
     refusals_before = len(state.refusals)
     ending: Narration | None = None
@@ -269,10 +279,10 @@ def _run_calls(calls: list[ToolCall], tools: RoundTools, state: AttemptState, ju
             if ending is not None:
                 state.narrate_reply = len(state.messages)  # the judge may yet turn this reply into a refusal
         state.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content)})
-    if ending is not None and state.finish is not None and not (judging and _settled(ending, state)):
+    if accept and ending is not None and state.finish is not None and not (judging and _settled(ending, state)):
         if state.calls:
             state.calls[-1].refusals += len(state.refusals) - refusals_before
-        state.accepted = state.finish(ending)
+        state.accepted = state.finish(state, ending)
     return ending
 
 

@@ -42,6 +42,8 @@ from gm.tools_table import edge_asked, opponent_of
 from gm.worlddef import CharacterCannotRoll, World
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
+# The tools that read or write the database (a roll written, a roll looked up and revealed); the others are pure.
+DATABASE_TOOLS = frozenset({"roll_check", "roll_dice", "reveal_roll"})
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
 
 

@@ -181,7 +181,8 @@ def handed_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     run = Workers.run
 
     async def counting(self: Workers, work: Any, *arguments: Any) -> Any:
-        handed.append(getattr(work, "__name__", repr(work)))
+        named = getattr(work, "func", work)  # a partial is named by its function
+        handed.append(getattr(named, "__name__", repr(work)))
         return await run(self, work, *arguments)
 
     monkeypatch.setattr(Workers, "run", counting)
@@ -192,8 +193,9 @@ def handed_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 def test_a_round_hands_its_work_to_the_database_thread_once_a_step(
     store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The opening; each answer's tool calls (the ending's with the accept, when the judge need not read it);
-    a plain ending's accept. A judged narration is accepted after the judge, on its own."""
+    """The opening; each answer's tool calls that roll (with the accept, when such an answer ends the round and
+    the judge need not read it); an ending's accept. A narrate alone is refereed on the loop: it needs no
+    database, so its accept is its hand-off, after the judge if the judge reads it."""
     script = [roll_mara(), narrate_roll(), reply("The quay is quiet."), roll_mara(), narrate_roll()]
 
     async def play() -> dict[str, list[str]]:
@@ -216,9 +218,9 @@ def test_a_round_hands_its_work_to_the_database_thread_once_a_step(
 
     seen = asyncio.run(play())
     assert seen == {
-        "rolled": ["begin", "_run_calls", "_run_calls"],
-        "plain": ["begin", "finish"],
-        "judged": ["begin", "_run_calls", "_run_calls", "finish"],
+        "rolled": ["begin", "_run_calls", "_finish"],
+        "plain": ["begin", "_finish"],
+        "judged": ["begin", "_run_calls", "_finish"],
     }
 
 
