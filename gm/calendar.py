@@ -180,9 +180,14 @@ def minutes_of(time_text: str) -> int:
 
 def story_time(world_data: Any, clock: int | None) -> str | None:
     """A story's time in words, from the world.json copied into it; None without a calendar or a clock."""
-    if clock is None or not isinstance(world_data, dict) or not isinstance(world_data.get("calendar"), dict):
+    return calendar_time(world_data.get("calendar") if isinstance(world_data, dict) else None, clock)
+
+
+def calendar_time(calendar: Any, clock: int | None) -> str | None:
+    """A time in words, from the `calendar` of a world.json copied into a story; None without either."""
+    if clock is None or not isinstance(calendar, dict):
         return None
-    return calendar_from_data(world_data["calendar"]).text(clock)
+    return calendar_from_data(calendar).text(clock)
 
 
 def calendar_from_data(data: dict[str, Any]) -> Calendar:

@@ -140,6 +140,7 @@ class Game:
         story_id = self.store.create_story(story, first_seed() if fair else None).id
         # built from the very data stored: its first round need not rebuild it
         self._worlds.put(story_id, self._shared_worlds.share(world))
+        self.keeper.started(story_id)  # no round to remember yet: its first rounds need not read the database
         return story_id
 
     def world(self, story_id: str) -> World:

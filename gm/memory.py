@@ -43,7 +43,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from gm.calendar import story_time
+from gm.calendar import calendar_time
 from gm.completion import strip_reasoning
 from gm.errors import OperatorError, UsageError
 from gm.lru import LRU
@@ -187,27 +187,33 @@ class MemoryKeeper:
 
         Raises the first failed call's error (`ModelError`), after writing what came before it.
         """
-        # Database work goes through Store.off_loop, so a server's rounds go on meanwhile.
+        # Database work goes through Store.off_loop, so a server's rounds go on meanwhile: one hand-off to read,
+        # one a batch to write (and read what a fold needs), and one a fold.
         self._counted.pop(story_id)  # until this catch-up ends well, `due` reads the database
-        unremembered = await self.store.off_loop(self.store.unremembered, story_id)
+        unremembered, calendar = await self.store.off_loop(self.store.keeper_rounds, story_id)
         newest = unremembered[-1].number if unremembered else None
-        world_data = None
+        unfolded: tuple[str, list[MemoryEntry]] | None = None
         wrote = 0
         while unremembered and (flush or len(unremembered) >= self.batch):
             batch, unremembered = unremembered[: self.batch], unremembered[self.batch :]
-            if world_data is None:
-                world_data = (await self.store.off_loop(self.store.story, story_id)).world_data
-            await self._remember(story_id, batch, world_data)
+            unfolded = await self._remember(story_id, batch, calendar)
             wrote = len(batch)
         if newest is not None:
             self._counted.put(story_id, (len(unremembered), newest))
         if wrote or flush:
-            await self._fold(story_id, max(wrote, 1))
+            await self._fold(story_id, max(wrote, 1), unfolded)
         return bool(unremembered)
 
-    async def _remember(self, story_id: str, records: Sequence[RoundRecord], world_data: dict[str, Any]) -> None:
-        """Ask for `records`' summaries in one call (each round missing from the answer alone, after it),
-        and write them with the calls' records in one transaction."""
+    def started(self, story_id: str) -> None:
+        """Count a story just started in this process: it has no round yet, so its first rounds need no read."""
+        self._counted.put(story_id, (0, 0))
+
+    async def _remember(
+        self, story_id: str, records: Sequence[RoundRecord], calendar: dict[str, Any] | None
+    ) -> tuple[str, list[MemoryEntry]]:
+        """Ask for `records`' summaries in one call (each round missing from the answer alone, after it), and
+        write them with the calls' records in one transaction; then read what `_fold` needs, in the same hand-off.
+        """
         calls: list[ModelCall] = []
         summaries: dict[int, str] = {}
         failure: ModelError | None = None
@@ -227,7 +233,7 @@ class MemoryKeeper:
         for record in records:
             if record.number not in summaries:
                 break  # a later round is never remembered before an earlier one
-            when = story_time(world_data, record.clock)
+            when = calendar_time(calendar, record.clock)
             entry = MemoryEntry(
                 story_id=story_id,
                 round_number=record.number,
@@ -237,10 +243,11 @@ class MemoryKeeper:
                 clock=record.clock,
             )
             remembered.append((record.attempt_id, entry))
-        if remembered or calls:
-            await self.store.off_loop(self.store.add_memories, remembered, calls)
         if failure is not None:
+            if remembered or calls:
+                await self.store.off_loop(self.store.add_memories, remembered, calls)
             raise failure
+        return await self.store.off_loop(_write_then_read_unfolded, self.store, story_id, remembered, calls)
 
     async def _ask(self, story_id: str, records: Sequence[RoundRecord], calls: list[ModelCall]) -> dict[int, str]:
         """The summaries the memory keeper wrote for `records` (its call's record added to `calls`).
@@ -257,29 +264,40 @@ class MemoryKeeper:
             )
         return summaries
 
-    async def _fold(self, story_id: str, arrived: int) -> None:
+    async def _fold(self, story_id: str, arrived: int, unfolded: tuple[str, list[MemoryEntry]] | None = None) -> None:
         """Fold the oldest unfolded summaries into the running summary, once more than `FOLD_AFTER` pile up
         (fewer when the last `arrived` together), keeping the newest `KEEP_AFTER_FOLD`.
 
-        The remembered rounds are always the story's first ones (see the module's docstring), so a fold
-        never passes over a round still to remember."""
-        story = await self.store.off_loop(self.store.story, story_id)
-        unfolded = await self.store.off_loop(self.store.memories, story_id, story.summary_through)
+        `unfolded` is the running summary and the summaries not folded yet, as read after the last write
+        (read here if not given). The remembered rounds are always the story's first ones (see the module's
+        docstring), so a fold never passes over a round still to remember."""
+        if unfolded is None:
+            unfolded = await self.store.off_loop(self.store.unfolded, story_id)
+        summary, entries = unfolded
         # Summaries that arrived `arrived` at a time (a batch) are folded `arrived - 1` earlier: the game
         # master's prompt then carries no more of them than with one call a round.
-        if len(unfolded) <= max(FOLD_AFTER - (arrived - 1), KEEP_AFTER_FOLD):
+        if len(entries) <= max(FOLD_AFTER - (arrived - 1), KEEP_AFTER_FOLD):
             return
-        folding = unfolded[: len(unfolded) - KEEP_AFTER_FOLD]
+        folding = entries[: len(entries) - KEEP_AFTER_FOLD]
         numbers = [entry.round_number for entry in folding]
-        completion = await self.model.complete(fold_messages(story.summary, folding))
-        await self.store.off_loop(self.store.add_model_calls, [model_call_from(completion, "memory", story_id)])
-        summary = storable(summary_text(completion.content))
-        if not summary:
+        completion = await self.model.complete(fold_messages(summary, folding))
+        call = model_call_from(completion, "memory", story_id)
+        folded = storable(summary_text(completion.content))
+        if not folded:
+            await self.store.off_loop(self.store.add_model_calls, [call])
             raise EmptyMemory(
                 f"The memory keeper's answer for the fold of {_rounds(numbers)} was {_no_text(completion)},"
                 " so nothing was stored; it is asked again after a later round."
             )
-        await self.store.off_loop(self.store.fold_summary, story_id, summary, folding[-1].round_number)
+        await self.store.off_loop(self.store.fold_summary, story_id, folded, folding[-1].round_number, [call])
+
+
+def _write_then_read_unfolded(
+    store: Store, story_id: str, remembered: Sequence[tuple[str, MemoryEntry]], calls: Sequence[ModelCall]
+) -> tuple[str, list[MemoryEntry]]:
+    """A batch's memories written (one transaction), then what a fold needs read: one hand-off to the database."""
+    store.add_memories(remembered, calls)
+    return store.unfolded(story_id)
 
 
 def _rounds(numbers: Sequence[int]) -> str:

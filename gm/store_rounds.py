@@ -149,24 +149,35 @@ class RoundTables(Tables):
         meanwhile comes from another attempt, so its stale memory is left out (its new version gets its
         own); the calls are kept regardless.
         """
-        with self.session() as session:
-            attempts = [attempt_id for attempt_id, _ in remembered]
-            current: dict[str, int | None] = {}
-            if attempts:
-                query = select(RoundRecord.attempt_id, RoundRecord.id).where(
-                    RoundRecord.story_id == remembered[0][1].story_id,  # by the story's index, not the whole table
-                    col(RoundRecord.attempt_id).in_(attempts),
-                )
-                current = dict(session.exec(query).all())
+        with self.transaction() as connection:
+            current: dict[str, int] = {}
+            if remembered:
+                attempts = [attempt_id for attempt_id, _ in remembered]
+                found = connection.execute(_VERSIONS, {"story": remembered[0][1].story_id, "attempts": attempts})
+                current = {attempt_id: round_id for attempt_id, round_id in found}
             if current:
-                session.execute(
-                    update(RoundRecord)
-                    .where(col(RoundRecord.id).in_(list(current.values())))
-                    .values(memory_written=True)
-                )
-            session.add_all([entry for attempt_id, entry in remembered if attempt_id in current])
-            session.add_all(list(calls))
-            session.commit()
+                connection.execute(_MARK_REMEMBERED, {"ids": list(current.values())})
+                entries = [values_of(entry) for attempt_id, entry in remembered if attempt_id in current]
+                connection.execute(_MEMORIES_ADDED, entries)
+            insert_calls(connection, calls)
+
+    def keeper_rounds(self, story_id: str) -> tuple[list[RoundRecord], dict[str, Any] | None]:
+        """What the memory keeper reads before it writes: the story's rounds not yet remembered, oldest first, and
+        its world's calendar (None without one: the summaries are dated by it), in one read."""
+        with self.reading() as connection:
+            rows = connection.execute(_UNREMEMBERED, {"story": story_id}).mappings()
+            rounds = [row_of(RoundRecord, row) for row in rows]
+            calendar = connection.execute(_CALENDAR, {"story": story_id}).scalar()
+        return rounds, calendar if isinstance(calendar, dict) else None
+
+    def unfolded(self, story_id: str) -> tuple[str, list[MemoryEntry]]:
+        """The story's running summary and the memories not folded into it yet, oldest first (one read)."""
+        with self.reading() as connection:
+            found = connection.execute(_SUMMARY, {"story": story_id}).first()
+            if found is None:
+                raise StoryNotFound(story_id)
+            summary, through = found
+            return summary, memories_between(connection, story_id, through)
 
     def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
         with self.reading() as connection:
@@ -177,11 +188,13 @@ class RoundTables(Tables):
             rows = connection.execute(_UNREMEMBERED, {"story": story_id}).mappings()
             return [row_of(RoundRecord, row) for row in rows]
 
-    def fold_summary(self, story_id: str, summary: str, through: int) -> None:
+    def fold_summary(self, story_id: str, summary: str, through: int, calls: Sequence[ModelCall] = ()) -> None:
+        """Fold the memories through round `through` into the running summary, with the call that wrote it."""
         with self.transaction() as connection:
             folded = connection.execute(_FOLD, {"story": story_id, "folded": summary, "through": through})
             if folded.rowcount == 0:
                 raise StoryNotFound(story_id)
+            insert_calls(connection, calls)
 
     def add_model_calls(self, calls: Sequence[ModelCall]) -> None:
         with self.transaction() as connection:
@@ -282,6 +295,12 @@ _COUNT_AND_LET_GO = _COUNT.where(STORIES.c.lease_holder == bindparam("holder")).
 _ROUND = insert(ROUNDS).returning(ROUNDS.c.id)
 _REMEMBERED = update(ROUNDS).where(*_ROUND_NUMBER).values(memory_written=True)
 _MEMORY = insert(MEMORY).returning(MEMORY.c.id)
+_MEMORIES_ADDED = insert(MEMORY)
+# The rounds of these attempts still in the story (a regenerated round's earlier version is gone), by the story's index.
+_VERSIONS = sql_select(ROUNDS.c.attempt_id, ROUNDS.c.id).where(
+    ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.attempt_id.in_(bindparam("attempts", expanding=True))
+)
+_MARK_REMEMBERED = update(ROUNDS).where(ROUNDS.c.id.in_(bindparam("ids", expanding=True))).values(memory_written=True)
 _UNREMEMBERED = (
     sql_select(ROUNDS)
     .where(ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.memory_written.is_(False))
@@ -294,6 +313,9 @@ _ROUNDS_NUMBERED = (
     .where(_OF_STORY, ROUNDS.c.number.in_(bindparam("numbers", expanding=True)))
     .order_by(ROUNDS.c.number)
 )
+_SUMMARY = sql_select(STORIES.c.summary, STORIES.c.summary_through).where(_STORY)
+# Only the world's calendar, not the whole world.json (the memory keeper dates its summaries by it).
+_CALENDAR = sql_select(STORIES.c.world_data["calendar"]).where(_STORY)
 _FOLD = update(STORIES).where(_STORY).values(summary=bindparam("folded"), summary_through=bindparam("through"))
 _MEMORIES = (
     sql_select(MEMORY)
