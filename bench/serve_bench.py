@@ -65,6 +65,7 @@ import argparse
 import asyncio
 import datetime
 import itertools
+import json
 import math
 import os
 import platform
@@ -130,6 +131,7 @@ class Result:
     calls: dict[str, list[int]] = field(default_factory=dict)
     keeper_calls: int = 0
     delay: float = 0.0
+    began: float = 0.0  # perf_counter at the scenario's start (rounds' `sent` are on the same clock)
 
     def added(self) -> tuple[list[float], list[str]]:
         """Each counted round's latency beyond the fake's delays; and rounds with unexpected call counts."""
@@ -239,7 +241,7 @@ async def scenario(
     await fake.reset(delay)
     fake_before = (await fake.stats())["cpu"]
     cpu_before, own_before = sum(s.cpu_seconds() for s in servers), time.process_time()
-    began = time.perf_counter()
+    began = result.began = time.perf_counter()
     deadline = began + ramp + seconds
     tasks = [
         asyncio.create_task(story(i, server, sid, token, began + rng.uniform(0, ramp), deadline))
@@ -420,6 +422,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="a PostgreSQL server to create the run's databases on (default GM_TEST_POSTGRES_URL)",
     )
     parser.add_argument("--sqlite-only", action="store_true", help="skip PostgreSQL")
+    parser.add_argument(
+        "--rounds-out", type=Path, help="write every counted round (when sent, its added latency) here, JSON lines"
+    )
     arguments = parser.parse_args(argv)
     if arguments.seconds is None:
         arguments.seconds = QUICK_SECONDS if arguments.quick else FULL_SECONDS
@@ -462,6 +467,20 @@ async def run_all(arguments: argparse.Namespace, folder: Path) -> tuple[list[Res
     return results, pythons
 
 
+def write_rounds(results: Sequence[Result], path: Path) -> None:
+    """Each counted round of each scenario as a JSON line: when it was sent (seconds into the scenario, ramp
+    included) and the latency gm added, to see when a scenario's slow rounds came (`--rounds-out`)."""
+    with path.open("w") as out:
+        for result in results:
+            what = {"variant": result.variant, "database": result.database, "processes": result.processes}
+            what |= {"kind": result.kind, "clients": result.clients}
+            for played in result.played:
+                master, judge = result.calls.get(played.marker, (0, 0))
+                added = played.seconds - result.delay * (master + judge)
+                row = {**what, "sent": played.sent - result.began, "clock": played.sent, "seconds": played.seconds}
+                out.write(json.dumps({**row, "added": added}) + "\n")
+
+
 def _stop_on_term(signum: int, frame: object) -> None:
     raise SystemExit(f"stopped by signal {signum}")
 
@@ -472,6 +491,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="gm-serve-bench-") as name:
         results, pythons = asyncio.run(run_all(arguments, Path(name)))
+    if arguments.rounds_out is not None:
+        write_rounds(results, arguments.rounds_out)
     print("# gm serve load benchmark\n")
     print(
         f"`gm serve` processes (uvicorn, one worker each): {', '.join(f'{k} = `{v}`' for k, v in pythons.items())}. "
