@@ -18,6 +18,7 @@ import pytest
 from sqlmodel import SQLModel
 
 from gm.model import forget_tool_modes
+from gm.server_process import untune_server_process
 from gm.store import Store
 
 POSTGRES_URL = os.environ.get("GM_TEST_POSTGRES_URL")
@@ -37,7 +38,7 @@ def _untuned_process() -> Iterator[None]:
     """Each test starts with CPython's own collector and switch interval: a test that runs `gm serve` in this
     process (uvicorn.run replaced) tunes it (gm.server_process), which must not reach the tests after it."""
     yield
-    gc.unfreeze()
+    untune_server_process()
     gc.set_threshold(*DEFAULT_COLLECTOR)
     sys.setswitchinterval(DEFAULT_SWITCH)
 
