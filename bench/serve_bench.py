@@ -35,8 +35,10 @@ round made (game master and judge, as the fake counted them): the API, round eng
 openai client and both loopback hops; server CPU (the `gm serve` processes' CPU time over wall
 time, 100% = one core), the bench's and the fake's; server CPU per round (the servers' CPU time over
 the scenario, ramp and memory keeper included, divided by every round they answered: what the
-server's throughput follows); probe p50/p99: the latency of `GET /api/none`
-(a 404 from the app, no database) sent every 50 ms on its own connection: the event loop's stalls.
+server's throughput follows); server RSS (the servers' resident memory once the scenario and its
+memory keeper are done; a server plays every scenario of a run, so this grows with the stories made);
+probe p50/p99: the latency of `GET /api/none` (a 404 from the app, no database) sent every 50 ms on its
+own connection: the event loop's stalls.
 The memory keeper runs after each round is answered, on the same server; its calls wait the delay
 too, are in no round's latency, and each scenario waits for them to finish before the next starts.
 
@@ -132,6 +134,7 @@ class Result:
     keeper_calls: int = 0
     delay: float = 0.0
     began: float = 0.0  # perf_counter at the scenario's start (rounds' `sent` are on the same clock)
+    rss: float = 0.0  # the servers' resident memory once the scenario and its memory keeper are done (MiB)
 
     def added(self) -> tuple[list[float], list[str]]:
         """Each counted round's latency beyond the fake's delays; and rounds with unexpected call counts."""
@@ -263,6 +266,7 @@ async def scenario(
     await fake.drain()
     stats = await fake.stats()
     result.calls, result.keeper_calls = stats["calls"], stats["keeper"]
+    result.rss = sum(server.rss_mib() for server in servers)
     result.errors += [f"fake: {failure}" for failure in stats["failures"]]
     for server in servers:
         if server.process.poll() is not None:
@@ -298,8 +302,8 @@ def rate(result: Result) -> float:
 def table(results: Sequence[Result]) -> str:
     lines = [
         "| variant | database | processes | scenario | rounds | rounds/s | added p50 (ms) | added p99 (ms) "
-        "| probe p50 / p99 (ms) | server CPU | server CPU/round (ms) | bench CPU | fake CPU |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| probe p50 / p99 (ms) | server CPU | server CPU/round (ms) | server RSS (MiB) | bench CPU | fake CPU |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         added, _ = r.added()
@@ -309,7 +313,7 @@ def table(results: Sequence[Result]) -> str:
         lines.append(
             f"| {r.variant} | {r.database} | {r.processes} | {what} | {len(r.played):,}{given_up(r)} | {rate(r):.1f} "
             f"| {middle} "
-            f"| {probe} | {r.server_cpu * 100:.0f}% | {per_round(r)} "
+            f"| {probe} | {r.server_cpu * 100:.0f}% | {per_round(r)} | {r.rss:.0f} "
             f"| {r.bench_cpu * 100:.0f}% | {r.fake_cpu * 100:.0f}% |"
         )
     return "\n".join(lines)

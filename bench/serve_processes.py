@@ -143,6 +143,15 @@ class Server:
             return 0.0
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def rss_mib(self) -> float:
+        """The server process's resident memory now, from /proc (0 if it has gone)."""
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return 0.0
+        kilobytes = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+        return kilobytes / 1024
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
