@@ -52,7 +52,7 @@ class HttpError:
 
 @dataclass(frozen=True)
 class Raw:
-    """A scripted response sent verbatim and never checked: a JSON value, or text as is."""
+    """A scripted response sent verbatim and never checked: a JSON value, or text or bytes as they are."""
 
     body: Any
     status: int = 200
@@ -120,7 +120,7 @@ def http_error(
 
 
 def raw(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Raw:
-    """A response sent verbatim, unchecked: for servers that bend the spec (a str body is sent as text)."""
+    """A response sent verbatim, unchecked: for servers that bend the spec (str is sent as text, bytes as they are)."""
     return Raw(body, status, dict(headers or {}))
 
 

@@ -106,7 +106,10 @@ class FakeModel(Scripted):
             error_body = {"error": {"message": step.message, "type": kind, "param": None, "code": step.code}}
             return step.status, dict(step.headers), _json(error_body)
         if isinstance(step, Raw):
-            text = step.body.encode() if isinstance(step.body, str) else _json(step.body)
+            if isinstance(step.body, bytes):  # bytes as they are, valid UTF-8 or not
+                text = step.body
+            else:
+                text = step.body.encode() if isinstance(step.body, str) else _json(step.body)
             return step.status, dict(step.headers), text
         answer, broken = self._completion(step, request, number)
         if broken:
