@@ -62,6 +62,11 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
 
 MAX_WORKERS = 64
 WORKER_ARGUMENTS = "GM_SERVE_WORKER_ARGUMENTS"  # how `gm serve --workers N` hands its options to each worker
+# How long an idle connection is kept open. uvicorn's default of 5 s closes a player's connection while
+# they think about their next move (bench/serve_bench.py's players think 5 to 15 s), so most rounds
+# paid for a new connection (accepting it, uvicorn's protocol objects, the close): about 2% of the
+# event loop under 1,000 players. Browsers keep theirs for minutes; 75 s is nginx's default.
+KEEP_ALIVE_SECONDS = 75
 KEPT_ARGUMENTS = ("worlds", "host", "port", "editor", "model", "base_url", "api_key", "tools", "judge", "prompts")
 
 
@@ -105,7 +110,13 @@ def run_serve(arguments: argparse.Namespace) -> int:
     sys.stdout.flush()
     if arguments.workers == 1:
         tune_server_process()  # the app is built: what lives now lives as long as the process (gm.server_process)
-        uvicorn.run(app, host=arguments.host, port=arguments.port, log_level="warning")
+        uvicorn.run(
+            app,
+            host=arguments.host,
+            port=arguments.port,
+            log_level="warning",
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        )
     else:
         uvicorn.run(
             "gm.cli_serve:worker_app",
@@ -114,6 +125,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
             host=arguments.host,
             port=arguments.port,
             log_level="warning",
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
     return 0
 

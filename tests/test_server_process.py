@@ -24,7 +24,7 @@ from test_api import start
 from web import served_app
 
 from gm import server_process
-from gm.cli_serve import WORKER_ARGUMENTS, worker_app
+from gm.cli_serve import KEEP_ALIVE_SECONDS, WORKER_ARGUMENTS, worker_app
 from gm.server_process import SWITCH_SECONDS, Collector
 from gm.store import Store
 from gm.testing import reply
@@ -154,3 +154,27 @@ def test_rounds_over_the_api_leave_no_cyclic_garbage(store: Store, worlds: Path)
     assert not [kind for kind in kinds if kind.startswith("gm.")], kinds
     frames = [thing for thing in garbage if isinstance(thing, FrameType)]
     assert not [frame.f_code.co_filename for frame in frames if f"{os.sep}gm{os.sep}" in frame.f_code.co_filename]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_gm_serve_keeps_a_thinking_players_connection_open(
+    workers: int, worlds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector: None
+) -> None:
+    # uvicorn's own default (5 s) closes it while the player thinks; every round then opened a new one
+    served: dict[str, Any] = {}
+    monkeypatch.setattr("uvicorn.run", lambda app, **options: served.update(options))
+    database = f"sqlite:///{tmp_path / 'gm.db'}" if workers == 1 else "postgresql://gm@127.0.0.1:1/unused"
+    ran = gm(
+        "serve",
+        "--worlds",
+        worlds,
+        "--port",
+        "0",
+        "--model",
+        "rehearsal",
+        "--workers",
+        str(workers),
+        env={"GM_DATABASE_URL": database},
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert served["timeout_keep_alive"] == KEEP_ALIVE_SECONDS >= 60
