@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from sqlalchemy.exc import IntegrityError
 
@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 END_LEASE_SECONDS = 30.0
 CACHED_WORLDS = 1024  # stories whose built World is kept (about 20 KB each); the rest are rebuilt when played
+_PLAYS_ONE_WORLD: dict[type, bool] = {}  # per model class: whether its instances play one world at a time
 
 
 @runtime_checkable
@@ -259,9 +260,15 @@ class Game:
     def _model_for(self, world: World) -> ChatModel:
         """The game master's model for a story of `world`: a model that plays one world at a time (the
         rehearsal stand-in) is bound to it here, so one Game serves stories of many worlds."""
-        if isinstance(self.model, PlaysOneWorld):
-            return self.model.for_world(world)
-        return self.model
+        model = self.model
+        plays_one_world = _PLAYS_ONE_WORLD.get(type(model))
+        if plays_one_world is None:
+            # isinstance against a runtime-checkable protocol looks for each of its members every time:
+            # about 1% of a server's event loop when asked every round, so it is asked once per class.
+            plays_one_world = _PLAYS_ONE_WORLD[type(model)] = isinstance(model, PlaysOneWorld)
+        if plays_one_world:
+            return cast(PlaysOneWorld, model).for_world(world)
+        return model
 
     async def settle(self, *, flush: bool = True) -> None:
         """Wait for memory work in progress, and write the memory of rounds whose batch is not yet due

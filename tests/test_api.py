@@ -51,6 +51,7 @@ def test_worlds_and_a_round_with_a_roll(store: Store, worlds: Path) -> None:
         shown = client.get(f"/api/stories/{story}", headers=auth).json()
         assert shown["rounds"][0]["rolls"][0]["dice"] == "1d20 (11) = 11"
         assert shown["story"]["rounds"] == 1
+        assert played == {**shown["rounds"][0], "regenerated": False}  # the answer is the round, as in the transcript
 
 
 def test_stories_are_private(store: Store, worlds: Path) -> None:
@@ -130,6 +131,7 @@ def test_dice_setting_roll_command_and_regenerate(store: Store, worlds: Path) ->
         assert "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1" in fact
         again = client.post(f"/api/stories/{story}/regenerate", headers=auth).json()["round"]
         assert again["narration"] == "Told again, the dice still clatter." and again["rolls"][0]["id"] == roll["id"]
+        assert again["regenerated"] and not rolled.json()["round"]["regenerated"]
 
 
 def test_a_round_as_server_sent_events(store: Store, worlds: Path) -> None:

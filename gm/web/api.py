@@ -243,8 +243,17 @@ def played(result: RoundResult | RoundPaused, events: RoundEvents | None) -> Pla
 
 
 def round_out(result: RoundResult) -> RoundOut:
-    """A just-played round in the transcript's shape, and whether it was played again."""
-    return RoundOut.model_validate(result.model_dump(exclude={"story_id", "model_calls"}))
+    """A just-played round in the transcript's shape, and whether it was played again.
+
+    Built from the result's own fields, which were checked when it was made (a RoundResult is a
+    RoundPublic too): dumping it and checking the dump again cost 2% of a server's event loop."""
+    return RoundOut.model_construct(
+        _fields_set=result.model_fields_set & _ROUND_OUT_FIELDS,
+        **{name: getattr(result, name) for name in _ROUND_OUT_FIELDS},
+    )
+
+
+_ROUND_OUT_FIELDS = frozenset(RoundOut.model_fields)
 
 
 def _story(app: Service, story_id: str) -> StoryPublic:
