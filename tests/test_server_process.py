@@ -49,14 +49,8 @@ def collector_now() -> dict[str, Any]:
     }
 
 
-def test_gm_serve_freezes_the_built_app_and_collects_by_the_clock(
-    worlds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector: None
-) -> None:
-    # else this test proves nothing
-    assert gc.isenabled() and server_process._collector is None and gc.get_freeze_count() == 0
-    assert sys.getswitchinterval() != pytest.approx(SWITCH_SECONDS)
-    served: dict[str, Any] = {}
-    monkeypatch.setattr("uvicorn.run", lambda app, **options: served.update(app=app, **collector_now()))
+def serve_rehearsal(worlds: Path, database_url: str, *options: str) -> None:
+    """`gm serve` the worlds with the rehearsal stand-in (uvicorn.run replaced by the test), which must exit 0."""
     ran = gm(
         "serve",
         "--worlds",
@@ -65,9 +59,21 @@ def test_gm_serve_freezes_the_built_app_and_collects_by_the_clock(
         "0",
         "--model",
         "rehearsal",
-        env={"GM_DATABASE_URL": f"sqlite:///{tmp_path / 'gm.db'}"},
+        *options,
+        env={"GM_DATABASE_URL": database_url},
     )
     assert ran.returncode == 0, ran.stderr
+
+
+def test_gm_serve_freezes_the_built_app_and_collects_by_the_clock(
+    worlds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector: None
+) -> None:
+    # else this test proves nothing
+    assert gc.isenabled() and server_process._collector is None and gc.get_freeze_count() == 0
+    assert sys.getswitchinterval() != pytest.approx(SWITCH_SECONDS)
+    served: dict[str, Any] = {}
+    monkeypatch.setattr("uvicorn.run", lambda app, **options: served.update(app=app, **collector_now()))
+    serve_rehearsal(worlds, f"sqlite:///{tmp_path / 'gm.db'}")
     assert not served["automatic"] and served["by the clock"]
     assert served["switch"] == pytest.approx(SWITCH_SECONDS)
     assert served["frozen"] > 10_000  # the web stack, openai's types and the app itself
@@ -164,17 +170,5 @@ def test_gm_serve_keeps_a_thinking_players_connection_open(
     served: dict[str, Any] = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **options: served.update(options))
     database = f"sqlite:///{tmp_path / 'gm.db'}" if workers == 1 else "postgresql://gm@127.0.0.1:1/unused"
-    ran = gm(
-        "serve",
-        "--worlds",
-        worlds,
-        "--port",
-        "0",
-        "--model",
-        "rehearsal",
-        "--workers",
-        str(workers),
-        env={"GM_DATABASE_URL": database},
-    )
-    assert ran.returncode == 0, ran.stderr
+    serve_rehearsal(worlds, database, "--workers", str(workers))
     assert served["timeout_keep_alive"] == KEEP_ALIVE_SECONDS >= 60
