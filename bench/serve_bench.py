@@ -57,8 +57,8 @@ From the project root, with the virtualenv active::
         --players 1000 --think 10 --model-latency 1 --processes 2 --baseline /work/base
 
 PostgreSQL is used when `--postgres` or GM_TEST_POSTGRES_URL names a server: fresh databases are
-created there for the run and dropped after. `--sqlite-only` skips it. Everything runs on
-127.0.0.1. The output is Markdown; progress goes to stderr.
+created there for the run and dropped after. `--sqlite-only` skips it, `--postgres-only` skips SQLite.
+Everything runs on 127.0.0.1. The output is Markdown; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -426,6 +426,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="a PostgreSQL server to create the run's databases on (default GM_TEST_POSTGRES_URL)",
     )
     parser.add_argument("--sqlite-only", action="store_true", help="skip PostgreSQL")
+    parser.add_argument("--postgres-only", action="store_true", help="skip SQLite (needs --postgres)")
     parser.add_argument(
         "--rounds-out", type=Path, help="write every counted round (when sent, its added latency) here, JSON lines"
     )
@@ -442,6 +443,10 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--processes must be from 1 to 16")
     if arguments.baseline is not None and not (arguments.baseline / ".venv" / "bin" / "python").is_file():
         parser.error(f"--baseline {arguments.baseline} has no .venv/bin/python")
+    if arguments.sqlite_only and arguments.postgres_only:
+        parser.error("--sqlite-only and --postgres-only exclude each other")
+    if arguments.postgres_only and not arguments.postgres:
+        parser.error("--postgres-only needs --postgres or GM_TEST_POSTGRES_URL")
     if arguments.sqlite_only:
         arguments.postgres = None
     return arguments
@@ -454,7 +459,8 @@ async def run_all(arguments: argparse.Namespace, folder: Path) -> tuple[list[Res
     results: list[Result] = []
     with ExitStack() as stack:
         fake = stack.enter_context(start_fake())
-        databases = [("SQLite", "sqlite")] + ([("PostgreSQL", arguments.postgres)] if arguments.postgres else [])
+        databases = [] if arguments.postgres_only else [("SQLite", "sqlite")]
+        databases += [("PostgreSQL", arguments.postgres)] if arguments.postgres else []
         for name, kind in databases:
             processes = arguments.processes if kind != "sqlite" else 1
             setups = []

@@ -22,6 +22,7 @@ from gm.web.api_integrity import router as integrity_router
 from gm.web.compat_api import CHAT_PATH
 from gm.web.compat_api import router as compat_router
 from gm.web.errors import answer_error, error_body
+from gm.web.fast_messages import FastMessages
 from gm.web.limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
 from gm.web.schemas import tidy_openapi
 from gm.web.service import Service
@@ -67,6 +68,7 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
     app.openapi = lambda: app.openapi_schema or _described(app)  # type: ignore[method-assign]
+    app.add_middleware(FastMessages, service=app.state.service)  # inside the two guards below (gm.web.fast_messages)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, wider={CHAT_PATH: MAX_CHAT_BYTES})
     app.add_middleware(HostGuard, hosts=api_hosts)  # added last, so it runs first
     if editor:
