@@ -131,10 +131,11 @@ class Clients:
     keeps at most KEPT_IDLE idle connections, and when every client is full one more is opened (in
     a worker thread: building an openai client loads TLS certificates, tens of milliseconds the
     event loop must not wait), up to MAX_SHARDS; past that, the least loaded client takes it.
-    Only the event loop's thread uses this (the counts need no lock); every client has the same
-    settings, retries off. That walk was httpx's pool; the clients now send over aiohttp
-    (`gm.aiohttp_transport`), whose pool does not walk its connections and ignores KEPT_IDLE, so
-    the split may no longer pay: it is kept as measured until a bench says otherwise.
+    The first client is opened the same way, the first request waiting for it (its modules' first
+    import reads files too). Only the event loop's thread uses this (the counts need no lock); every
+    client has the same settings, retries off. That walk was httpx's pool; the clients now send over
+    aiohttp (`gm.aiohttp_transport`), whose pool does not walk its connections and ignores KEPT_IDLE,
+    so the split may no longer pay: it is kept as measured until a bench says otherwise.
     """
 
     def __init__(self, make: Callable[..., openai.AsyncOpenAI]) -> None:
@@ -166,13 +167,13 @@ class Clients:
         and changes nothing in a body gm already builds as plain JSON. After a client's first
         request, its later ones are that request with a new body (`_Prepared`).
         """
-        if not self._shards:
-            self._shards.append(self._open_one())
+        while not self._shards:  # the first client, opened off the loop as every other (and again after `aclose`)
+            await asyncio.shield(self._opened())
         shard = next((shard for shard in self._shards if shard.in_flight < SHARD_LOAD), None)
         if shard is None:
             shard = min(self._shards, key=_load)
-            if len(self._shards) < MAX_SHARDS and self._opening is None:
-                self._opening = asyncio.get_running_loop().create_task(self._open())
+            if len(self._shards) < MAX_SHARDS:
+                self._opened()
         shard.in_flight += 1
         try:
             if shard.prepared is not None:
@@ -190,6 +191,12 @@ class Clients:
             shard.prepared = _Prepared.of(shard.client, response.request)
             shard.prepare = False
         return response
+
+    def _opened(self) -> asyncio.Task[None]:
+        """The client being opened, or one more opening now (in a worker thread: see the class)."""
+        if self._opening is None:
+            self._opening = asyncio.get_running_loop().create_task(self._open())
+        return self._opening
 
     async def _open(self) -> None:
         try:
