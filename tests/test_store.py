@@ -5,8 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
+
+from sqlalchemy import text
 
 from gm.store import MemoryEntry, RollRecord, RoundRecord, Store, Story
+from gm.store_tables import reader_of
 
 
 def new_story(store: Store) -> Story:
@@ -110,3 +114,24 @@ def test_rolls_by_id_keep_the_order_asked(store: Store) -> None:
     attempt = store.start_attempt(story.id, 1)
     ids = [store.record_roll(a_roll(story, attempt.id)).id for _ in range(3)]
     assert [roll.id for roll in store.rolls_by_id([ids[2], ids[0]])] == [ids[2], ids[0]]  # type: ignore[list-item]
+
+
+def test_reads_on_postgresql_run_outside_a_transaction_and_writes_inside_one(store: Store) -> None:
+    """`reading()` on PostgreSQL sends no BEGIN and no ROLLBACK: each statement is its own transaction, so
+    `now()` (its transaction's start) moves between two of them. The pooled connections go back to
+    transactions: in `transaction()`, two statements share one. SQLite reads through the engine itself."""
+    if store.engine.dialect.name == "sqlite":
+        assert reader_of(store.engine) is store.engine
+        return
+    moment = text("SELECT now()")
+    with store.reading() as connection:
+        first = connection.execute(moment).scalar()
+        time.sleep(0.01)
+        assert connection.execute(moment).scalar() != first
+        assert connection.connection.dbapi_connection.autocommit is True  # type: ignore[union-attr]
+    for _ in range(10):  # more than the pool holds: every connection is seen again
+        with store.transaction() as connection:
+            first = connection.execute(moment).scalar()
+            time.sleep(0.002)
+            assert connection.execute(moment).scalar() == first
+            assert connection.connection.dbapi_connection.autocommit is False  # type: ignore[union-attr]
