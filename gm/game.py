@@ -38,6 +38,7 @@ from gm.seeds import first_seed
 from gm.shared_worlds import SharedWorlds
 from gm.store import Store, Story
 from gm.text import require_storable
+from gm.workers import BACKGROUND
 from gm.world import load_world
 from gm.worlddef import World
 
@@ -312,7 +313,9 @@ class Game:
 
     async def _catch_up(self, story_id: str, flush: bool) -> None:
         # One memory keeper per story at a time in this process; across processes the database's
-        # unique (story, round) memory refuses a duplicate.
+        # unique (story, round) memory refuses a duplicate. Its database work gives way to rounds' (this
+        # task's own context: gm.workers.BACKGROUND).
+        BACKGROUND.set(True)
         async with self._memory_locks.hold(story_id):
             self._queued.discard((story_id, flush))
             try:

@@ -38,14 +38,31 @@ T = TypeVar("T")
 # loop so often that a probe request waited 840-1,180 ms at p99 (190 ms at p50), 4 threads 235-274 ms
 # (12-18 ms), 2 threads about 345 ms but played half the rounds; 4 played as many as 8.
 SERVER_THREADS = 4
+BACKGROUND_LANES = SERVER_THREADS // 2  # of them, background work may hold at most this many (see `Workers`)
+
+
+# Work no player waits for: set by the memory keeper's task (gm.game), read by `Workers.run`.
+BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("gm_background_work", default=False)
 
 
 class Workers:
-    """A fixed set of named worker threads, started as work arrives and kept while their owner lives."""
+    """A fixed set of named worker threads, started as work arrives and kept while their owner lives.
 
-    def __init__(self, threads: int, name: str) -> None:
+    Background work (`BACKGROUND`: the memory keeper's) is handed to the threads `background_lanes` at a
+    time, the rest waiting on the event loop: a round's work then queues behind at most that many jobs
+    of it. Why: on PostgreSQL under 1,000 players the threads were busy most of the time, a job taking
+    several times its CPU time in round trips and GIL waits, and a round's work waited behind the
+    keeper's for tens of milliseconds in busy seconds (bench/serve_bench.py). The keeper is a few seconds
+    behind at worst; nothing of it is lost or reordered per story (one keeper per story at a time).
+    """
+
+    def __init__(self, threads: int, name: str, background_lanes: int | None = None) -> None:
         self.threads = threads
+        self.background_lanes = background_lanes  # None: background work queues with the rest
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+        self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def submit(self, call: Callable[[], T]) -> Future[T]:
         """Queue `call` for a worker thread."""
@@ -56,7 +73,18 @@ class Workers:
 
         A caller cancelled meanwhile stops work not yet started; work already running is waited for before
         the cancellation goes on, so what the caller does next (mark its attempt failed, release its lease)
-        comes after it, as it would if the work had run in the caller."""
+        comes after it, as it would if the work had run in the caller. Background work first waits for a
+        lane (see the class)."""
+        if self.background_lanes is None or not BACKGROUND.get():
+            return await self._run(work, *arguments)
+        loop = asyncio.get_running_loop()
+        lanes = self._lanes.get(loop)
+        if lanes is None:  # a semaphore belongs to one event loop; a test may run several in turn
+            lanes = self._lanes[loop] = asyncio.Semaphore(self.background_lanes)
+        async with lanes:
+            return await self._run(work, *arguments)
+
+    async def _run(self, work: Callable[..., T], *arguments: Any) -> T:
         call = functools.partial(contextvars.copy_context().run, work, *arguments)
         future = self.submit(call)
         waited = asyncio.wrap_future(future)
@@ -77,6 +105,7 @@ class GroupCommitting(Workers):
 
     def __init__(self, engine: Engine, name: str) -> None:  # no thread pool: the groups have their thread
         self.threads = 1
+        self.background_lanes = None  # the work keeps the order it was handed over in, background or not
         self.groups = CommitGroups(engine, name)
 
     def submit(self, call: Callable[[], T]) -> Future[T]:
@@ -100,5 +129,6 @@ def workers_for(engine: Engine) -> Workers:
             if engine.dialect.name == "sqlite":
                 found = _workers[engine] = GroupCommitting(engine, "gm-sqlite")
             else:
-                found = _workers[engine] = Workers(SERVER_THREADS, f"gm-{engine.dialect.name}")
+                name = f"gm-{engine.dialect.name}"
+                found = _workers[engine] = Workers(SERVER_THREADS, name, background_lanes=BACKGROUND_LANES)
         return found

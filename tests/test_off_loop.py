@@ -24,16 +24,16 @@ from typing import Any
 import fastapi.dependencies.utils
 import fastapi.routing
 import pytest
-from rounds import narrate_roll, roll_mara, table
+from rounds import function_model, narrate_roll, roll_mara, table
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from web import served_app
+from web import keeper_too, served_app
 
 from gm.game import Game
 from gm.round import RoundPaused, RoundResult, RoundSettings
 from gm.store import Store
 from gm.testing import reply, slow
-from gm.workers import SERVER_THREADS, Workers, workers_for
+from gm.workers import BACKGROUND, SERVER_THREADS, Workers, workers_for
 
 # A heartbeat that beats during the slow step below, so the lease's renewal is watched too.
 BEATING = RoundSettings(lease_seconds=5.0, heartbeat_seconds=0.05)
@@ -233,6 +233,66 @@ def test_a_cancelled_caller_waits_for_its_running_work_and_drops_its_queued_work
         workers.close()
     assert seen_when_cancelled == ["running"]  # the cancellation arrived only once the running work had ended
     assert finally_done == ["running"]  # the queued work never ran
+
+
+def test_background_work_leaves_threads_to_the_rest() -> None:
+    """Six background jobs that block hold at most two of four threads: a round's work queued after them
+    runs at once, and the background jobs still all run, in order, once let go."""
+    workers = Workers(4, "test", background_lanes=2)
+    let_go = threading.Event()
+    started: list[int] = []
+
+    def background_job(number: int) -> int:
+        started.append(number)
+        let_go.wait(5)
+        return number
+
+    async def in_background(number: int) -> int:
+        BACKGROUND.set(True)  # this task's own context, as the memory keeper's task sets it
+        return await workers.run(background_job, number)
+
+    async def main() -> tuple[list[int], list[int], list[int]]:
+        jobs = [asyncio.create_task(in_background(number)) for number in range(6)]
+        await asyncio.sleep(0.1)
+        urgent = await asyncio.wait_for(workers.run(lambda: "round"), 2)
+        assert urgent == "round"
+        started_then = list(started)
+        let_go.set()
+        return started_then, await asyncio.gather(*jobs), list(started)
+
+    try:
+        started_then, results, started_at_last = asyncio.run(main())
+    finally:
+        let_go.set()
+        workers.close()
+    assert started_then == [0, 1]
+    assert results == list(range(6)) and started_at_last == list(range(6))
+
+
+def test_the_memory_keepers_work_is_background_work(
+    store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every database hand-off of the memory keeper's task is marked background; a round's are not."""
+    marked: list[tuple[str, bool]] = []
+    original = Workers.run
+
+    async def run(self: Workers, work: Any, *arguments: Any) -> Any:
+        marked.append((getattr(work, "__name__", "?"), BACKGROUND.get()))
+        return await original(self, work, *arguments)
+
+    monkeypatch.setattr(Workers, "run", run)
+
+    async def main() -> None:
+        game = Game(function_model(keeper_too([reply("The fog thickens.")])), store)
+        story = game.start_story(harbor)
+        await game.play(story, "I look around.")
+        await game.settle()
+
+    asyncio.run(main())
+    keeper = [background for name, background in marked if name in ("keeper_rounds", "_write_then_read_unfolded")]
+    round_work = [background for name, background in marked if name in ("begin", "_run_calls", "_finish")]
+    assert keeper and all(keeper), marked
+    assert round_work and not any(round_work), marked
 
 
 def test_each_engine_has_its_own_workers_one_thread_for_sqlite(store: Store) -> None:
