@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import event, text
 
 from gm import commit_groups
-from gm.commit_groups import when_durable
+from gm.commit_groups import MAX_GROUP, when_durable
 from gm.store import Store, Story, StoryNotFound
 from gm.workers import GroupCommitting, workers_for
 
@@ -99,6 +99,19 @@ def test_work_queued_meanwhile_is_committed_once_in_order(notes: Store) -> None:
     assert len(notes.commits) - before == 1  # type: ignore[attr-defined]
     groups = workers_for(notes.engine)
     assert isinstance(groups, GroupCommitting)
+
+
+def test_a_group_holds_at_most_max_group_pieces_of_work(notes: Store) -> None:
+    """More work queued than a group takes is committed in two groups, still in order."""
+    count = MAX_GROUP + 3
+
+    async def main() -> list[Any]:
+        return await grouped(notes, *[(note, (notes, f"note {n}")) for n in range(count)])
+
+    before = len(notes.commits)  # type: ignore[attr-defined]
+    assert asyncio.run(main()) == [f"note {n}" for n in range(count)]
+    assert written(notes) == [f"note {n}" for n in range(count)]
+    assert len(notes.commits) - before == 2  # type: ignore[attr-defined]
 
 
 def test_a_failed_block_undoes_itself_only_first_in_its_group_or_later(notes: Store) -> None:
