@@ -52,8 +52,8 @@ class Workers:
     time, the rest waiting on the event loop: a round's work then queues behind at most that many jobs
     of it. Why: on PostgreSQL under 1,000 players the threads were busy most of the time, a job taking
     several times its CPU time in round trips and GIL waits, and a round's work waited behind the
-    keeper's for tens of milliseconds in busy seconds (bench/serve_bench.py). The keeper is a few seconds
-    behind at worst; nothing of it is lost or reordered per story (one keeper per story at a time).
+    keeper's for tens of milliseconds in busy seconds (bench/serve_bench.py). The keeper's work waits
+    its turn instead: none of it is dropped, and a story's stays in order (one keeper per story at a time).
     """
 
     def __init__(self, threads: int, name: str, background_lanes: int | None = None) -> None:
