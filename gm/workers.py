@@ -51,7 +51,7 @@ class Workers:
     Background work (`BACKGROUND`: the memory keeper's) is handed to the threads `background_lanes` at a
     time, the rest waiting on the event loop: a round's work then queues behind at most that many jobs
     of it. Why: on PostgreSQL under 1,000 players the threads were busy most of the time, a job taking
-    several times its CPU time in round trips and GIL waits, and a round's work waited behind the
+    2 to 6 times its CPU time in round trips and GIL waits, and a round's work waited behind the
     keeper's for tens of milliseconds in busy seconds (bench/serve_bench.py). The keeper's work waits
     its turn instead: none of it is dropped, and a story's stays in order (one keeper per story at a time).
     """
