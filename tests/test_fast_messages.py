@@ -6,7 +6,6 @@ The FastAPI route is reached with a content type FastAPI reads as JSON and the f
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,6 @@ from gm.web.fast_messages import FastMessages
 
 JSON = {"Content-Type": "application/json"}
 HANDED_ON = {"Content-Type": "application/vnd.gm+json"}  # FastAPI reads it as JSON; the fast path does not take it
-
-
-@pytest.fixture
-def worlds(tmp_path: Path, harbor: Path) -> Path:
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    shutil.copytree(harbor, folder / "harbour")
-    return folder
 
 
 def fast_route(client: Any) -> FastMessages:
