@@ -21,10 +21,10 @@ size and encoding are settled before it runs.
 
 from __future__ import annotations
 
-import json
 import re
 
 from pydantic import ValidationError
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gm.asgi_body import GONE, read_body, replaying
@@ -67,9 +67,9 @@ class FastMessages:
             played = await _play(self.service, story_id, message.text, None)
         except GmError as error:
             status = status_for(error)
-            await _send_json(send, status, _json(error_body(scope["path"], str(error), status)))
+            await JSONResponse(error_body(scope["path"], str(error), status), status_code=status)(scope, receive, send)
             return
-        await _send_json(send, 200, played.model_dump_json().encode())
+        await Response(played.model_dump_json(), media_type="application/json")(scope, receive, send)
 
 
 def _story_of(scope: Scope) -> str | None:
@@ -99,14 +99,3 @@ def _bearer_token(scope: Scope) -> str | None:
                 return None
             return credentials.strip() or None
     return None
-
-
-def _json(value: object) -> bytes:
-    """JSON as FastAPI's JSONResponse writes it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-async def _send_json(send: Send, status: int, body: bytes) -> None:
-    headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
