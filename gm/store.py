@@ -38,6 +38,7 @@ from gm.records import (
     StoryBase,
     model_call_from,
 )
+from gm.store_batch import reset_batched_connections
 from gm.store_rolls import RollTables
 from gm.store_rounds import Opened, RoundTables, StoryState
 from gm.store_stories import StoryTables
@@ -101,6 +102,7 @@ def make_engine(url: str) -> Engine:
         pool = {"pool_size": SERVER_THREADS, "max_overflow": SERVER_THREADS}
         server_engine = create_engine(url, hide_parameters=True, **pool)
         drop_closed_connections(server_engine)
+        reset_batched_connections(server_engine)
         return server_engine
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
 

@@ -1,0 +1,198 @@
+"""Several statements of one transaction sent together: on PostgreSQL in one round trip, on SQLite one by one.
+
+A round's transactions are a few statements each, most of which need nothing from the one before. On
+PostgreSQL each statement sent alone is a round trip to the server, and in `gm serve` each round trip
+lets the GIL go and waits to take it back behind the event loop and the other database threads: under
+1,000 players (bench/serve_bench.py) a PostgreSQL worker spent some 450 µs of CPU a round trip, and a
+round made 19 of them. A `Batch` queues statements (`add`) and sends what is queued at once (`send`):
+on PostgreSQL through psycopg's pipeline mode, every queued statement (and the transaction's BEGIN)
+in one round trip; on SQLite, where a statement is a call into the library, each runs as it is added.
+Either way the statements run in the order added, in the caller's transaction, and each one's
+result (`Sent`) is read once the batch is sent.
+
+The statements are the store's SQLAlchemy Core statements, compiled once for the connection's dialect
+and run on the driver's own connection with SQLAlchemy's bind processing (JSON, booleans), so a row
+read here is the row `Connection.execute` reads (`tests/test_store_batch.py` holds that). Statements
+with an expanding IN (`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
+
+An error of a queued statement is raised by `send` (on SQLite by `add`), as `Connection.execute` raises
+it (SQLAlchemy's wrapped DBAPI error, an `IntegrityError` say); the statements queued after it did not
+run, and the caller's transaction rolls back as it leaves its block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg.pq import TransactionStatus
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, CursorResult, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import Executable
+
+Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
+IDLE = TransactionStatus.IDLE
+
+
+@dataclass
+class Sent:
+    """One statement's result, read once its batch is sent: the rows it returned and the rows it changed."""
+
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    rowcount: int = -1
+    done: bool = False
+
+    def first(self) -> tuple[Any, ...] | None:
+        self._check()
+        return self.rows[0] if self.rows else None
+
+    def scalar(self) -> Any:
+        found = self.first()
+        return None if found is None else found[0]
+
+    def mappings(self) -> Iterator[dict[str, Any]]:
+        self._check()
+        return (dict(zip(self.columns, row, strict=True)) for row in self.rows)
+
+    def _check(self) -> None:
+        if not self.done:
+            raise RuntimeError("a batched statement's result was read before its batch was sent")
+
+    def take(self, result: CursorResult[Any]) -> None:
+        """Keep what SQLAlchemy's result holds (SQLite's path)."""
+        if result.returns_rows:
+            self.columns = list(result.keys())
+            self.rows = [tuple(row) for row in result]
+        self.rowcount = result.rowcount
+        self.done = True
+
+
+class Batch:
+    """Statements of one transaction on `connection`, sent together on PostgreSQL (see the module's docstring)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.pipelined = connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
+        self._queued: list[tuple[Executable, Parameters, Sent]] = []
+
+    def add(self, statement: Executable, parameters: Parameters) -> Sent:
+        """Queue a statement (a list of parameter sets runs it once per set); its result is read after `send`."""
+        sent = Sent()
+        if self.pipelined:
+            self._queued.append((statement, parameters, sent))
+        else:
+            sent.take(self.connection.execute(statement, parameters))
+        return sent
+
+    def send(self, *, commit: bool = False) -> None:
+        """Run what is queued, in order, in one round trip (PostgreSQL); nothing to do on SQLite.
+
+        With `commit`, the transaction is committed in the same round trip on PostgreSQL (the caller's block
+        then has nothing left to commit): only when nothing after it may still refuse the transaction. On
+        SQLite the block's end commits, as ever."""
+        queued, self._queued = self._queued, []
+        if not queued:
+            return
+        driver = self.connection.connection.driver_connection
+        assert driver is not None
+        opening = _open_here(self.connection, driver)
+        cursors = []
+        try:
+            with driver.pipeline():
+                if opening:
+                    driver.execute(opening)
+                for statement, parameters, _ in queued:
+                    sql, rows = _prepared(self.connection, statement, parameters)
+                    cursor = driver.cursor()
+                    if isinstance(parameters, Mapping):
+                        cursor.execute(sql, rows[0])
+                    else:
+                        cursor.executemany(sql, rows)
+                    cursors.append(cursor)
+                if commit:
+                    driver.execute(b"COMMIT")
+        except self.connection.dialect.loaded_dbapi.Error as error:
+            if self.connection.dialect.is_disconnect(error, driver, None):
+                self.connection.invalidate(error)
+            raise DBAPIError.instance(None, None, error, self.connection.dialect.loaded_dbapi.Error) from error
+        for cursor, (_, _, sent) in zip(cursors, queued, strict=True):
+            if cursor.description is not None:
+                sent.columns = [column.name for column in cursor.description]
+                sent.rows = cursor.fetchall()
+            sent.rowcount = cursor.rowcount
+            sent.done = True
+            cursor.close()
+
+
+_OPENED_HERE = "gm.store_batch: BEGIN sent by a batch"  # marks a pooled connection whose transactions a batch opened
+
+
+def _open_here(connection: Connection, driver: Any) -> bytes | None:
+    """The BEGIN a batch sends itself, in its first round trip, when the transaction is not open yet (else None).
+
+    psycopg opens a transaction by sending BEGIN as a round trip of its own, before the first statement,
+    pipeline or not. So a batch that starts a transaction sends it instead, queued before the statements:
+    the connection is switched to autocommit (psycopg then sends no BEGIN of its own) and the BEGIN is
+    the batch's first statement. The transaction is the same: psycopg's commit and rollback (the block's
+    end) send COMMIT or ROLLBACK to a transaction the server says is open, autocommit or not, and the
+    connection is switched back as it returns to the pool (`reset_batched_connections`). A connection
+    already in autocommit (`Tables.reading` on PostgreSQL) gets no BEGIN: its statements commit each.
+    """
+    if driver.autocommit or driver.info.transaction_status != IDLE:
+        return None
+    driver.autocommit = True
+    connection.connection.info[_OPENED_HERE] = True
+    parts = [b"BEGIN"]  # as psycopg would have sent it (`Connection._get_tx_start_command`)
+    if driver.isolation_level is not None:
+        parts += [b"ISOLATION LEVEL", driver.isolation_level.name.replace("_", " ").encode()]
+    if driver.read_only is not None:
+        parts.append(b"READ ONLY" if driver.read_only else b"READ WRITE")
+    if driver.deferrable is not None:
+        parts.append(b"DEFERRABLE" if driver.deferrable else b"NOT DEFERRABLE")
+    return b" ".join(parts)
+
+
+def reset_batched_connections(engine: Engine) -> None:
+    """Switch a PostgreSQL connection a batch put in autocommit (`_open_here`) back as it returns to the pool.
+
+    By then the pool has rolled back whatever was left open, so the connection is idle and may be
+    switched; one that is not (broken meanwhile) is closed, and the pool replaces it at its next checkout."""
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(dbapi_connection: Any, record: Any) -> None:
+        if dbapi_connection is None or not record.info.pop(_OPENED_HERE, False):
+            return
+        try:
+            dbapi_connection.autocommit = False
+        except Exception:  # not idle: never handed out again in autocommit
+            dbapi_connection.close()
+
+
+_compiled: dict[tuple[int, tuple[str, ...]], tuple[Executable, SQLCompiler]] = {}
+
+
+def _prepared(
+    connection: Connection, statement: Executable, parameters: Parameters
+) -> tuple[str, list[MutableMapping[str, Any]]]:
+    """The statement's SQL for the connection's dialect (compiled once for each set of keys an INSERT is given)
+    and its parameters as the driver takes them: named as compiled, with SQLAlchemy's bind processors applied."""
+    sets = [parameters] if isinstance(parameters, Mapping) else list(parameters)
+    keys = tuple(sorted(sets[0]))
+    found = _compiled.get((id(statement), keys))
+    if found is None or found[0] is not statement:
+        compiled = statement.compile(dialect=connection.dialect, column_keys=list(keys))  # type: ignore[attr-defined]
+        found = _compiled[(id(statement), keys)] = (statement, compiled)
+    compiled = found[1]
+    processors = compiled._bind_processors
+    rows = []
+    for values in sets:
+        row = compiled.construct_params(values, _check=False)
+        for name, process in processors.items():
+            if name in row and row[name] is not None:
+                row[name] = process(row[name])  # type: ignore[operator]
+        rows.append(row)
+    return compiled.string, rows

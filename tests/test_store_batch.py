@@ -1,0 +1,143 @@
+"""A batch of a transaction's statements (gm.store_batch), on SQLite and PostgreSQL: the same rows and errors as
+`Connection.execute`, and on PostgreSQL one round trip with the transaction's BEGIN (and COMMIT, if asked)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from gm.records import Attempt, RoundRecord, Story
+from gm.store import Store
+from gm.store_batch import Batch
+from gm.store_rounds import newest_rounds, newest_rounds_queued
+from gm.store_tables import table_of, values_of
+
+STORIES = table_of(Story)
+
+
+def a_story_with_rounds(store: Store, count: int) -> str:
+    """A story whose rounds hold JSON, a timestamp, booleans and a missing value, as a played story's do."""
+    story = store.create_story(Story(title="t", world_data={"calendar": None}, settings={"judge": "off"}))
+    for number in range(1, count + 1):
+        attempt = store.start_attempt(story.id, number)
+        record = RoundRecord(
+            story_id=story.id,
+            number=number,
+            attempt_id=attempt.id,
+            player_text=f"I wait, {number}.",
+            narration="Rain ✓ on the quay.",
+            outcomes=[{"character": "Mara", "result": "Failure", "roll": None}],
+            rolls=[{"id": 7, "faces": [[1, 6]], "nested": {"a": [True, None, 1.5]}}],
+            refusals=["one", "two"],
+            judgement={"verdicts": []} if number % 2 else None,
+            clock=90 * number if number % 2 else None,
+        )
+        store.accept_round(attempt.id, record)
+    return story.id
+
+
+def a_story(title: str) -> dict[str, Any]:
+    """A new story's row, as `Store.create_story` writes it."""
+    return values_of(Story(title=title, world_data={}, settings={}))
+
+
+def test_a_batch_reads_what_connection_execute_reads(store: Store) -> None:
+    story_id = a_story_with_rounds(store, 3)
+    with store.transaction() as connection:
+        executed = newest_rounds(connection, story_id, 3)
+        batch = Batch(connection)
+        read = newest_rounds_queued(batch, story_id, 3)
+        batch.send()
+        batched = read()
+    assert [record.number for record in batched] == [1, 2, 3]
+    assert [record.model_dump() for record in batched] == [record.model_dump() for record in executed]
+    assert [record.clock for record in batched] == [90, None, 270] and batched[0].judgement == {"verdicts": []}
+
+
+def test_a_failing_statement_in_a_batch_leaves_nothing_of_its_transaction(store: Store) -> None:
+    taken = store.create_story(Story(title="taken", world_data={}, settings={}))
+    with pytest.raises(IntegrityError), store.transaction() as connection:
+        batch = Batch(connection)
+        batch.add(insert(STORIES), a_story("new"))
+        batch.add(insert(STORIES), {**a_story("again"), "id": taken.id})
+        batch.send()
+    with store.reading() as connection:
+        assert connection.execute(select(STORIES.c.title)).scalars().all() == ["taken"]
+
+
+@pytest.fixture
+def postgres_store(store: Store) -> Store:
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("psycopg's pipeline: PostgreSQL only")
+    return store
+
+
+@contextmanager
+def round_trips(store: Store) -> Iterator[list[int]]:
+    """The round trips every connection the store's pool opens from now on makes while the block runs: each
+    Sync (the extended protocol, a pipeline included) or Query (the simple protocol) the client sends."""
+    store.engine.dispose()
+    with tempfile.TemporaryFile() as trace:
+
+        def traced(dbapi_connection: object, _record: object) -> None:
+            dbapi_connection.pgconn.trace(trace.fileno())  # type: ignore[attr-defined]
+
+        event.listen(store.engine, "connect", traced)
+        counted: list[int] = []
+        try:
+            yield counted
+        finally:
+            event.remove(store.engine, "connect", traced)
+            store.engine.dispose()
+            trace.seek(0)
+            lines = trace.read().decode().splitlines()
+            counted.append(sum(1 for line in lines if "\tF\t" in line and ("\tSync" in line or "\tQuery\t" in line)))
+
+
+def test_on_postgresql_a_batch_with_its_begin_and_commit_is_one_round_trip(postgres_store: Store) -> None:
+    story_id = a_story_with_rounds(postgres_store, 1)
+    with round_trips(postgres_store) as counted, postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        attempt = Attempt(story_id=story_id, round_number=2)
+        batch.add(insert(table_of(Attempt)), attempt.model_dump())
+        renamed = batch.add(STORIES.update().values(title="renamed").returning(STORIES.c.title), {})
+        newest = newest_rounds_queued(batch, story_id, 3)
+        batch.send(commit=True)
+    assert counted == [1]
+    assert renamed.scalar() == "renamed" and [record.number for record in newest()] == [1]
+    assert postgres_store.story(story_id).title == "renamed"
+
+
+def test_on_postgresql_a_result_is_read_only_once_its_batch_is_sent(postgres_store: Store) -> None:
+    with postgres_store.reading() as connection:
+        batch = Batch(connection)
+        queued = batch.add(select(STORIES.c.id), {})
+        with pytest.raises(RuntimeError, match="before its batch was sent"):
+            queued.first()
+        batch.send()
+        assert queued.first() is None
+
+
+def test_on_postgresql_the_next_transaction_on_a_connection_a_batch_opened_is_a_transaction(
+    postgres_store: Store,
+) -> None:
+    """The batch switched its connection to autocommit to send BEGIN itself; back in the pool it is switched back,
+    so a later block's statements are one transaction again, rolled back with it."""
+    with postgres_store.transaction() as connection:
+        batched = connection.connection.driver_connection
+        batch = Batch(connection)
+        batch.add(insert(STORIES), a_story("kept"))
+        batch.send()
+    with pytest.raises(ZeroDivisionError), postgres_store.transaction() as connection:
+        assert connection.connection.driver_connection is batched  # the pool handed the same one back
+        assert batched is not None and not batched.autocommit
+        connection.execute(insert(STORIES), a_story("lost"))
+        raise ZeroDivisionError
+    with postgres_store.reading() as connection:
+        assert connection.execute(select(STORIES.c.title)).scalars().all() == ["kept"]
