@@ -18,10 +18,10 @@ from pydantic import BaseModel
 
 from gm import dice
 from gm.errors import Conflict
-from gm.memory import recall_on
+from gm.memory import recall_queued
 from gm.model import ToolCall
 from gm.paused import waiting_sentence
-from gm.prompt import PlayerTurn, game_master_messages
+from gm.prompt import Past, PlayerTurn, game_master_messages
 from gm.public import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic, RoundPublic
 from gm.retries import EarlierRolls
 from gm.secret import is_secret, refuse_if_ended, reveal, sealed_ids
@@ -112,12 +112,14 @@ def begin(store: Store, story_id: str, world: World, opening: Opening, tell: Rou
     """Open the attempt, taking the story's lease: its number, earlier rolls, player roll, prompt.
 
     The lease, what the round reads of the story, its earlier rolls, its attempt and what the game
-    master is shown of the past (the memory keeper's `recall_on`) are one transaction (`open_attempt`):
+    master is shown of the past (the memory keeper's `recall_queued`) are one transaction (`open_attempt`):
     `LeaseBusy`, with nothing done, if another round holds the story.
     """
     with store.transaction() as connection:
-        opened = open_attempt(connection, story_id, regenerate=opening.regenerate, admit=admit, lease=lease)
-        past = recall_on(connection, opened.story, opened.number)
+        opened = open_attempt(
+            connection, story_id, regenerate=opening.regenerate, admit=admit, lease=lease, read_with=recall_queued
+        )
+    past: Past = opened.read
     story, number = opened.story, opened.number
     player_text = opened.player_text if opened.player_text is not None else opening.player_text
     source = fair_dice(story, opened.seed, opening.source)  # a fair story's dice come from its seed (gm.seeds)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -51,7 +51,8 @@ from gm.model import ChatModel, Completion, ModelError
 from gm.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
 from gm.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_from
 from gm.store import Store, StoryState
-from gm.store_rounds import memories_between, newest_rounds, rounds_numbered
+from gm.store_batch import Batch
+from gm.store_rounds import memories_between, memories_between_queued, newest_rounds_queued, rounds_numbered
 from gm.text import storable
 
 log = logging.getLogger(__name__)
@@ -134,18 +135,38 @@ def recall(store: Store, story: Story | StoryState, before: int) -> Past:
 
 
 def recall_on(connection: Connection, story: Story | StoryState, before: int) -> Past:
-    """`recall` on a connection already open: a round reads its past in the transaction that opens it."""
-    recent = [record for record in newest_rounds(connection, story.id, VERBATIM_ROUNDS) if record.number < before]
-    first_verbatim = recent[0].number if recent else before
-    memories = memories_between(connection, story.id, story.summary_through, first_verbatim)
-    # Rounds are numbered 1, 2, 3... with no holes, so a missing memory shows without another query.
-    # The rounds are read after the memories: a memory written in between then leaves its round shown
-    # verbatim, never not at all.
-    missing = set(range(story.summary_through + 1, first_verbatim)) - {entry.round_number for entry in memories}
-    late = sorted(missing)[-LATE_ROUNDS:]
-    if late:
-        recent = rounds_numbered(connection, story.id, late) + recent
-    return Past(story.summary, memories, recent)
+    """`recall` on a connection already open."""
+    batch = Batch(connection)
+    read = recall_queued(batch, story, before)
+    batch.send()
+    return read()
+
+
+def recall_queued(batch: Batch, story: Story | StoryState, before: int) -> Callable[[], Past]:
+    """`recall`'s reads queued in a batch (a round reads its past in the batch that opens it: gm.store_rounds's
+    `open_attempt`); returns what reads them once the batch is sent."""
+    newest = newest_rounds_queued(batch, story.id, VERBATIM_ROUNDS)
+    # Rounds are numbered 1, 2, 3... with no holes, the newest `story.rounds`, so where the verbatim window
+    # starts is known before the rounds are read, and the memories before it are read in the same batch.
+    window = range(max(1, story.rounds - VERBATIM_ROUNDS + 1), story.rounds + 1)
+    expected = next((number for number in window if number < before), before)
+    memories = memories_between_queued(batch, story.id, story.summary_through, expected)
+
+    def read() -> Past:
+        recent = [record for record in newest() if record.number < before]
+        first_verbatim = recent[0].number if recent else before
+        entries = memories() if first_verbatim == expected else []
+        if first_verbatim != expected:  # the rounds were not as counted: read the memories before the real window
+            entries = memories_between(batch.connection, story.id, story.summary_through, first_verbatim)
+        # A missing memory shows without another query. The rounds that stand in for missing memories are read
+        # after the memories: a memory written in between then leaves its round shown verbatim, never not at all.
+        missing = set(range(story.summary_through + 1, first_verbatim)) - {entry.round_number for entry in entries}
+        late = sorted(missing)[-LATE_ROUNDS:]
+        if late:
+            recent = rounds_numbered(batch.connection, story.id, late) + recent
+        return Past(story.summary, entries, recent)
+
+    return read
 
 
 class MemoryKeeper:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import Select, bindparam, func, insert, literal_column, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlmodel import col, select
@@ -19,6 +20,7 @@ from sqlmodel import col, select
 from gm.chain import genesis, roll_hash
 from gm.public import RollPublic
 from gm.records import Attempt, ModelCall, RollRecord, SeedRecord, Story
+from gm.store_batch import Batch
 from gm.store_tables import ABANDONED, ChainMoved, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
 from gm.text import storable
 
@@ -46,8 +48,11 @@ class RollTables(Tables):
         seed epoch it was derived for (see gm.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
         """
         with self.transaction() as connection:
-            claimed = connection.execute(_CLAIM, {"story": roll.story_id}).first()
-            if claimed is None:
+            batch = Batch(connection)  # two round trips on PostgreSQL, the second with the commit (gm.store_batch)
+            claim = batch.add(_CLAIM, {"story": roll.story_id})
+            next_id = batch.add(_NEXT_ROLL_ID[connection.dialect.name], {})
+            batch.send()
+            if (claimed := claim.first()) is None:
                 raise StoryNotFound(roll.story_id)
             place, head, epoch = claimed
             if roll.seq is not None and (roll.seq != place or roll.seed_epoch != epoch):
@@ -55,10 +60,12 @@ class RollTables(Tables):
                     "this story's dice moved on while the round was played (its lease ran out, and another round "
                     "or a reveal went ahead); the roll was not written, try again"
                 )
-            _put(roll, seq=place, prev_hash=head or genesis(roll.story_id))
-            _put(roll, id=connection.execute(_ROLL, values_of(roll)).scalar_one())  # its hash covers its id too
+            # The roll's id is taken before it is written: its hash covers its id too.
+            _put(roll, id=next_id.scalar(), seq=place, prev_hash=head or genesis(roll.story_id))
             link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
-            connection.execute(_HEAD, {"story": roll.story_id, "head": link})
+            batch.add(_ROLL, values_of(roll))
+            batch.add(_HEAD, {"story": roll.story_id, "head": link})
+            batch.send(commit=True)  # nothing after it can refuse the roll
         return roll
 
     def unfinished_attempts(self, story_id: str, round_number: int | None = None) -> set[str]:
@@ -159,8 +166,15 @@ _CLAIM = (
     .values(chain_length=STORIES.c.chain_length + 1)
     .returning(STORIES.c.chain_length, STORIES.c.chain_head, STORIES.c.seed_epoch)
 )
-_ROLL = insert(ROLLS).returning(ROLLS.c.id)
-_CALLS = insert(CALLS)
+_ROLL = insert(ROLLS)
+# The id the next roll gets, asked in the transaction that claimed its story's place in the chain: PostgreSQL's
+# sequence for the column; on SQLite the id it would give itself (its largest rowid + 1: the table has no
+# AUTOINCREMENT, and the claim holds the database's write lock until the roll is written).
+_NEXT_ROLL_ID: dict[str, Select[Any]] = {
+    "postgresql": sql_select(literal_column("nextval(pg_get_serial_sequence('rolls', 'id'))")),
+    "sqlite": sql_select(func.coalesce(func.max(ROLLS.c.id), 0) + 1),
+}
+CALLS_INSERT = insert(CALLS)
 _HEAD = update(STORIES).where(STORIES.c.id == bindparam("story")).values(chain_head=bindparam("head"))
 _ABANDON = (
     update(ATTEMPTS)
@@ -178,7 +192,7 @@ _UNFINISHED = sql_select(ATTEMPTS.c.id).where(
     ATTEMPTS.c.story_id == bindparam("story"), ATTEMPTS.c.status != "accepted"
 )
 _UNFINISHED_AT = _UNFINISHED.where(ATTEMPTS.c.round_number == bindparam("number"))
-_OF_ROUND = (
+OF_ROUND = (
     sql_select(ROLLS)
     .where(ROLLS.c.story_id == bindparam("story"), ROLLS.c.round_number == bindparam("number"))
     .order_by(ROLLS.c.seq)
@@ -196,14 +210,21 @@ def _put(record: RollRecord, **values: object) -> None:
 
 def insert_attempt(connection: Connection, attempt: Attempt) -> None:
     """Write a new attempt, marking any other of its story still running as abandoned (see `start_attempt`)."""
-    connection.execute(_ABANDON, {"story": attempt.story_id})
-    connection.execute(_ATTEMPT, values_of(attempt))
+    batch = Batch(connection)
+    queue_attempt(batch, attempt)
+    batch.send()
+
+
+def queue_attempt(batch: Batch, attempt: Attempt) -> None:
+    """`insert_attempt`'s statements, queued in a batch."""
+    batch.add(_ABANDON, {"story": attempt.story_id})
+    batch.add(_ATTEMPT, values_of(attempt))
 
 
 def insert_calls(connection: Connection, calls: Sequence[ModelCall]) -> None:
     """Write model calls in one statement."""
     if calls:
-        connection.execute(_CALLS, [values_of(call) for call in calls])
+        connection.execute(CALLS_INSERT, [values_of(call) for call in calls])
 
 
 def unfinished_attempts(connection: Connection, story_id: str, round_number: int | None = None) -> set[str]:
@@ -213,7 +234,7 @@ def unfinished_attempts(connection: Connection, story_id: str, round_number: int
 
 
 def rolls_of_round(connection: Connection, story_id: str, number: int) -> list[RollRecord]:
-    rows = connection.execute(_OF_ROUND, {"story": story_id, "number": number}).mappings()
+    rows = connection.execute(OF_ROUND, {"story": story_id, "number": number}).mappings()
     return [row_of(RollRecord, row) for row in rows]
 
 

@@ -11,21 +11,23 @@ transaction fenced on the lease (`accept_round`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Select, bindparam, delete, func, insert, literal_column, update
+from sqlalchemy import BigInteger, Select, bindparam, case, delete, func, insert, literal_column, update
 from sqlalchemy import select as sql_select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from gm.errors import Conflict, LeaseLost
 from gm.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
-from gm.store_rolls import insert_attempt, insert_calls, rolls_by_id, rolls_of_round, unfinished_attempts
+from gm.store_batch import Batch
+from gm.store_rolls import CALLS_INSERT, OF_ROUND, insert_calls, queue_attempt, rolls_by_id, unfinished_attempts
 from gm.store_stories import LEASE_TAKE, Claim, LeaseBusy
 from gm.store_tables import LEASE_LOST, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
 from gm.text import unstorable
@@ -71,10 +73,13 @@ class Opened:
     unfinished: set[str] = field(default_factory=set)
     clock_before: int | None = None
     seed: SeedRecord | None = None
+    read: Any = None  # what `open_attempt`'s `read_with` read beside the attempt
 
 
 # Refuses a round before its attempt is written: the story's state and, if one waits, its paused round's question.
 Admit = Callable[[StoryState, "dict[str, Any] | None"], None]
+# Queues more reads of the story in the batch that opens an attempt; returns what reads their results once it is sent.
+ReadWith = Callable[[Batch, StoryState, int], Callable[[], Any]]
 
 
 class RoundTables(Tables):
@@ -99,24 +104,27 @@ class RoundTables(Tables):
         once it is written, and another round may take the story as soon as it is committed.
         """
         story_id, number = record.story_id, record.number
+        on_round = {"attempt": attempt_id, "story": story_id, "round_no": number}
         with self.transaction() as connection:
-            regenerating = connection.execute(_ACCEPT, {"attempt": attempt_id, "story": story_id}).scalar()
-            if regenerating is None:
+            batch = Batch(connection)  # one round trip on PostgreSQL (gm.store_batch), and the commit
+            accepted = batch.add(_ACCEPT, on_round)
+            # Counted before a regenerated round's earlier version goes: it adds none (`_COUNTED`).
+            counted = {**on_round, "round_clock": record.clock, "holder": holder}
+            count = batch.add(_COUNT if holder is None else _COUNT_AND_LET_GO, counted)
+            batch.add(_FORGET, on_round)  # these two touch only a regenerated round's earlier version
+            batch.add(_REPLACE, on_round)
+            # (story, number) is unique: a round of that number still there is not written, and refuses this one
+            written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
+            if calls:
+                batch.add(CALLS_INSERT, [values_of(call) for call in calls])
+            batch.send()
+            if accepted.first() is None:
                 raise StoryNotFound(story_id)
-            replaced = 0
-            if regenerating:  # the earlier version goes, and its memory with it
-                connection.execute(_FORGET, {"story": story_id, "round_no": number})
-                replaced = connection.execute(_REPLACE, {"story": story_id, "round_no": number}).rowcount
-            counted = {"story": story_id, "added": 0 if replaced else 1, "round_clock": record.clock, "holder": holder}
-            if connection.execute(_COUNT if holder is None else _COUNT_AND_LET_GO, counted).rowcount != 1:
+            if count.rowcount != 1:
                 raise StoryNotFound(story_id) if holder is None else LeaseLost(LEASE_LOST)
-            try:  # (story, number) is unique: a round of that number already there refuses this one
-                record.id = connection.execute(_ROUND, values_of(record)).scalar_one()
-            except IntegrityError:
-                raise LeaseLost(
-                    f"round {number} was played meanwhile by another attempt; this one was not saved"
-                ) from None
-            insert_calls(connection, calls)
+            if (round_id := written.scalar()) is None:
+                raise LeaseLost(f"round {number} was played meanwhile by another attempt; this one was not saved")
+            record.id = round_id
         return record
 
     # Rounds, memory and model calls
@@ -150,34 +158,42 @@ class RoundTables(Tables):
         own); the calls are kept regardless.
         """
         with self.transaction() as connection:
-            current: dict[str, int] = {}
-            if remembered:
+            current: set[str] = set()
+            if remembered:  # the rounds of these attempts still in the story, marked (one statement, then one batch)
                 attempts = [attempt_id for attempt_id, _ in remembered]
-                found = connection.execute(_VERSIONS, {"story": remembered[0][1].story_id, "attempts": attempts})
-                current = {attempt_id: round_id for attempt_id, round_id in found}
-            if current:
-                connection.execute(_MARK_REMEMBERED, {"ids": list(current.values())})
-                entries = [values_of(entry) for attempt_id, entry in remembered if attempt_id in current]
-                connection.execute(_MEMORIES_ADDED, entries)
-            insert_calls(connection, calls)
+                found = connection.execute(_MARK_REMEMBERED, {"story": remembered[0][1].story_id, "attempts": attempts})
+                current = set(found.scalars())
+            batch = Batch(connection)
+            if entries := [values_of(entry) for attempt_id, entry in remembered if attempt_id in current]:
+                batch.add(_MEMORIES_ADDED, entries)
+            if calls:
+                batch.add(CALLS_INSERT, [values_of(call) for call in calls])
+            batch.send(commit=True)
 
     def keeper_rounds(self, story_id: str) -> tuple[list[RoundRecord], dict[str, Any] | None]:
         """What the memory keeper reads before it writes: the story's rounds not yet remembered, oldest first, and
         its world's calendar (None without one: the summaries are dated by it), in one read."""
         with self.reading() as connection:
-            rows = connection.execute(_UNREMEMBERED, {"story": story_id}).mappings()
-            rounds = [row_of(RoundRecord, row) for row in rows]
-            calendar = connection.execute(_CALENDAR, {"story": story_id}).scalar()
-        return rounds, calendar if isinstance(calendar, dict) else None
+            batch = Batch(connection)  # one round trip on PostgreSQL
+            rows = batch.add(_UNREMEMBERED, {"story": story_id})
+            found = batch.add(_CALENDAR, {"story": story_id})
+            batch.send()
+        calendar = found.scalar()
+        return [row_of(RoundRecord, row) for row in rows.mappings()], calendar if isinstance(calendar, dict) else None
 
     def unfolded(self, story_id: str) -> tuple[str, list[MemoryEntry]]:
         """The story's running summary and the memories not folded into it yet, oldest first (one read)."""
         with self.reading() as connection:
-            found = connection.execute(_SUMMARY, {"story": story_id}).first()
-            if found is None:
-                raise StoryNotFound(story_id)
-            summary, through = found
-            return summary, memories_between(connection, story_id, through)
+            batch = Batch(connection)  # one round trip on PostgreSQL
+            # The memories first, then the summary: a fold in between moves the summary on, and the memories it
+            # took in are left out below; one written in between waits for the next read.
+            memories = batch.add(_MEMORIES_AFTER_SUMMARY, {"story": story_id})
+            found = batch.add(_SUMMARY, {"story": story_id})
+            batch.send()
+        if (read := found.first()) is None:
+            raise StoryNotFound(story_id)
+        summary, through = read
+        return summary, [row_of(MemoryEntry, row) for row in memories.mappings() if row["round_number"] > through]
 
     def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
         with self.reading() as connection:
@@ -207,7 +223,13 @@ class RoundTables(Tables):
 
 
 def open_attempt(
-    connection: Connection, story_id: str, *, regenerate: bool, admit: Admit, lease: Claim | None = None
+    connection: Connection,
+    story_id: str,
+    *,
+    regenerate: bool,
+    admit: Admit,
+    lease: Claim | None = None,
+    read_with: ReadWith | None = None,
 ) -> Opened:
     """Open an attempt at the story's next round (or its last again, `regenerate`) in the caller's transaction.
 
@@ -216,16 +238,22 @@ def open_attempt(
     read until the round ends. `admit` sees the story and any paused round's question first, and refuses
     the round by raising (the caller's transaction is rolled back, so nothing is written, lease included).
     Any attempt of the story still running is marked abandoned (its process died).
+
+    `read_with` queues the caller's own reads of the story beside the attempt's (gm.memory's
+    `recall_queued`), and what its finisher returns is `Opened.read`. The statements go in two batches
+    (gm.store_batch): on PostgreSQL, two round trips before the commit.
     """
     if unstorable(story_id):
         raise StoryNotFound(story_id)
+    batch = Batch(connection)
     if lease is None:
-        found = connection.execute(_OPEN, {"story": story_id}).first()
-    elif (found := connection.execute(_TAKE_AND_OPEN, lease.values(story_id)).first()) is None:
-        if connection.execute(_OPEN, {"story": story_id}).first() is None:
-            raise StoryNotFound(story_id)
-        raise LeaseBusy()
-    if found is None:
+        taken = batch.add(_OPEN, {"story": story_id})
+    else:
+        taken = batch.add(_TAKE_AND_OPEN, lease.values(story_id))
+    batch.send()
+    if (found := taken.first()) is None:
+        if lease is not None and connection.execute(_OPEN, {"story": story_id}).first() is not None:
+            raise LeaseBusy()
         raise StoryNotFound(story_id)
     story = StoryState(*found[:-1])
     admit(story, found[-1])
@@ -240,12 +268,18 @@ def open_attempt(
         opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
         if (before := by_number.get(number - 1)) is not None:
             opened.clock_before = before.clock
-    if story.fair:
-        opened.seed = read_seed(connection, story)
-    insert_attempt(connection, opened.attempt)
-    opened.retried = rolls_of_round(connection, story_id, number)
+    seed = batch.add(_SEED, {"story": story.id, "epoch": story.seed_epoch}) if story.fair else None
+    queue_attempt(batch, opened.attempt)
+    retried = batch.add(OF_ROUND, {"story": story_id, "number": number})
+    finish = read_with(batch, story, number) if read_with is not None else None
+    batch.send()
+    if seed is not None:
+        opened.seed = seed_of(story, next(seed.mappings(), None))
+    opened.retried = [row_of(RollRecord, row) for row in retried.mappings()]
     if any(roll.attempt_id != opened.attempt.id for roll in [*opened.retried, *opened.earlier]):
         opened.unfinished = unfinished_attempts(connection, story_id, number) - {opened.attempt.id}
+    if finish is not None:
+        opened.read = finish()
     return opened
 
 
@@ -275,16 +309,22 @@ _ACCEPT = (
     .values(status="accepted")
     .returning(ATTEMPTS.c.regenerating)
 )
+# The attempt being accepted, if it plays its round again: the earlier version of that round and its memory go.
+_REGENERATING = (
+    sql_select(ATTEMPTS.c.id).where(ATTEMPTS.c.id == bindparam("attempt"), ATTEMPTS.c.regenerating.is_(True)).exists()
+)
 _OF_NUMBER = (MEMORY.c.story_id == bindparam("story"), MEMORY.c.round_number == bindparam("round_no"))
-_FORGET = delete(MEMORY).where(*_OF_NUMBER)
+_FORGET = delete(MEMORY).where(*_OF_NUMBER, _REGENERATING)
 _ROUND_NUMBER = (ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.number == bindparam("round_no"))
-_REPLACE = delete(ROUNDS).where(*_ROUND_NUMBER)
-# The round counted (0 when it replaced its earlier version) and the story's time moved to its end, if it has one.
+_REPLACE = delete(ROUNDS).where(*_ROUND_NUMBER, _REGENERATING)
+# The round counted, unless it replaces its earlier version (read before `_REPLACE` deletes it), and the story's
+# time moved to its end, if it has one.
+_COUNTED = case((sql_select(ROUNDS.c.id).where(*_ROUND_NUMBER).exists() & _REGENERATING, 0), else_=1)
 _COUNT = (
     update(STORIES)
     .where(_STORY)
     .values(
-        rounds=STORIES.c.rounds + bindparam("added", type_=Integer),
+        rounds=STORIES.c.rounds + _COUNTED,
         clock=func.coalesce(bindparam("round_clock", type_=BigInteger), STORIES.c.clock),
     )
 )
@@ -292,15 +332,22 @@ _COUNT = (
 _COUNT_AND_LET_GO = _COUNT.where(STORIES.c.lease_holder == bindparam("holder")).values(
     lease_holder=None, lease_expires=None
 )
-_ROUND = insert(ROUNDS).returning(ROUNDS.c.id)
+# A round written, returning its id; nothing written (and no id) where the story has a round of that number already.
+_ROUND_UNLESS_PLAYED = {
+    "postgresql": postgresql_insert(ROUNDS).on_conflict_do_nothing().returning(ROUNDS.c.id),
+    "sqlite": sqlite_insert(ROUNDS).on_conflict_do_nothing().returning(ROUNDS.c.id),
+}
 _REMEMBERED = update(ROUNDS).where(*_ROUND_NUMBER).values(memory_written=True)
 _MEMORY = insert(MEMORY).returning(MEMORY.c.id)
 _MEMORIES_ADDED = insert(MEMORY)
-# The rounds of these attempts still in the story (a regenerated round's earlier version is gone), by the story's index.
-_VERSIONS = sql_select(ROUNDS.c.attempt_id, ROUNDS.c.id).where(
-    ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.attempt_id.in_(bindparam("attempts", expanding=True))
+# The rounds of these attempts still in the story (a regenerated round's earlier version is gone) marked remembered,
+# by the story's index; returns their attempts.
+_MARK_REMEMBERED = (
+    update(ROUNDS)
+    .where(ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.attempt_id.in_(bindparam("attempts", expanding=True)))
+    .values(memory_written=True)
+    .returning(ROUNDS.c.attempt_id)
 )
-_MARK_REMEMBERED = update(ROUNDS).where(ROUNDS.c.id.in_(bindparam("ids", expanding=True))).values(memory_written=True)
 _UNREMEMBERED = (
     sql_select(ROUNDS)
     .where(ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.memory_written.is_(False))
@@ -323,6 +370,15 @@ _MEMORIES = (
     .order_by(MEMORY.c.round_number)
 )
 _MEMORIES_BEFORE = _MEMORIES.where(MEMORY.c.round_number < bindparam("before"))
+# The memories not folded into the story's running summary yet, oldest first.
+_MEMORIES_AFTER_SUMMARY = (
+    sql_select(MEMORY)
+    .where(
+        MEMORY.c.story_id == bindparam("story"),
+        MEMORY.c.round_number > sql_select(STORIES.c.summary_through).where(_STORY).scalar_subquery(),
+    )
+    .order_by(MEMORY.c.round_number)
+)
 _SEED = sql_select(SEEDS).where(SEEDS.c.story_id == bindparam("story"), SEEDS.c.epoch == bindparam("epoch"))
 
 
@@ -337,6 +393,12 @@ def newest_rounds(connection: Connection, story_id: str, count: int) -> list[Rou
         return []
     rows = connection.execute(_newest(count), {"story": story_id}).mappings()
     return [row_of(RoundRecord, row) for row in rows][::-1]
+
+
+def newest_rounds_queued(batch: Batch, story_id: str, count: int) -> Callable[[], list[RoundRecord]]:
+    """`newest_rounds` queued in a batch: what reads them once it is sent."""
+    sent = batch.add(_newest(count), {"story": story_id})
+    return lambda: [row_of(RoundRecord, row) for row in sent.mappings()][::-1]
 
 
 def rounds_numbered(connection: Connection, story_id: str, numbers: Sequence[int]) -> list[RoundRecord]:
@@ -354,6 +416,12 @@ def memories_between(connection: Connection, story_id: str, after: int, before: 
     return [row_of(MemoryEntry, row) for row in rows]
 
 
+def memories_between_queued(batch: Batch, story_id: str, after: int, before: int) -> Callable[[], list[MemoryEntry]]:
+    """`memories_between` (with `before`) queued in a batch: what reads them once it is sent."""
+    sent = batch.add(_MEMORIES_BEFORE, {"story": story_id, "after": after, "before": before})
+    return lambda: [row_of(MemoryEntry, row) for row in sent.mappings()]
+
+
 def read_story_state(connection: Connection, story_id: str) -> StoryState:
     """What a round reads of its story (see `StoryState`); `StoryNotFound` if there is none."""
     found = connection.execute(_OPEN, {"story": story_id}).first()
@@ -364,7 +432,11 @@ def read_story_state(connection: Connection, story_id: str) -> StoryState:
 
 def read_seed(connection: Connection, story: StoryState) -> SeedRecord:
     """A fair story's current seed; `NotFair` if it has none."""
-    found = connection.execute(_SEED, {"story": story.id, "epoch": story.seed_epoch}).mappings().first()
+    return seed_of(story, connection.execute(_SEED, {"story": story.id, "epoch": story.seed_epoch}).mappings().first())
+
+
+def seed_of(story: StoryState, found: Mapping[Any, Any] | None) -> SeedRecord:
+    """The seed row read for a story as a record; `NotFair` if there was none."""
     if found is None:
         raise NotFair(f"story '{story.id}' does not use fair dice, so it has no seed to reveal")
     return row_of(SeedRecord, found)

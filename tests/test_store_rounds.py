@@ -22,7 +22,7 @@ from sqlmodel import Session, select
 from gm.chain import roll_hash
 from gm.errors import LeaseLost
 from gm.public import RollPublic
-from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, make_engine
+from gm.store import Attempt, MemoryEntry, RollRecord, RoundRecord, Store, Story, make_engine
 from gm.testing import calls, reply, tool_call
 from gm.workers import Workers
 
@@ -114,6 +114,21 @@ def test_a_round_of_a_number_already_accepted_is_refused_and_nothing_changes(sto
     assert [record.narration for record in store.rounds(story.id)] == ["first"]
     with store.session() as session:
         assert session.get(Attempt, second.id).status == "running"  # type: ignore[union-attr]
+
+
+def test_a_round_played_again_replaces_its_earlier_version_and_its_memory_and_is_counted_once(store: Store) -> None:
+    story = store.create_story(Story(title="t", world_data={}, settings={}))
+    for number in (1, 2):
+        attempt = store.start_attempt(story.id, number)
+        store.accept_round(attempt.id, round_record(story.id, attempt.id, f"first {number}", number=number))
+        store.add_memory(
+            MemoryEntry(story_id=story.id, round_number=number, summary=f"s{number}", rolls=[], outcomes=[])
+        )
+    again = store.start_attempt(story.id, 2, regenerating=True)
+    store.accept_round(again.id, round_record(story.id, again.id, "second 2", number=2))
+    assert store.story(story.id).rounds == 2
+    assert [(record.number, record.narration) for record in store.rounds(story.id)] == [(1, "first 1"), (2, "second 2")]
+    assert [entry.summary for entry in store.memories(story.id)] == ["s1"]  # the earlier version's memory went with it
 
 
 def test_accepting_under_a_lease_held_by_another_writes_nothing(store: Store) -> None:
