@@ -33,6 +33,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import Executable
 
+from gm.lru import LRU
+
 Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 IDLE = TransactionStatus.IDLE
 
@@ -172,7 +174,10 @@ def reset_batched_connections(engine: Engine) -> None:
             dbapi_connection.close()
 
 
-_compiled: dict[tuple[int, tuple[str, ...]], tuple[Executable, SQLCompiler]] = {}
+# A statement compiled for each set of keys it was given. The store's statements are built once, at import, so
+# these are a few dozen; the cap only bounds a caller that builds statements as it goes.
+COMPILED_STATEMENTS = 256
+_compiled: LRU[tuple[int, tuple[str, ...]], tuple[Executable, SQLCompiler]] = LRU(COMPILED_STATEMENTS)
 
 
 def _prepared(
@@ -185,7 +190,8 @@ def _prepared(
     found = _compiled.get((id(statement), keys))
     if found is None or found[0] is not statement:
         compiled = statement.compile(dialect=connection.dialect, column_keys=list(keys))  # type: ignore[attr-defined]
-        found = _compiled[(id(statement), keys)] = (statement, compiled)
+        found = (statement, compiled)
+        _compiled.put((id(statement), keys), found)
     compiled = found[1]
     processors = compiled._bind_processors
     rows = []
