@@ -36,8 +36,13 @@ T = TypeVar("T")
 # Per engine on a database server (its pool holds as many connections: gm.store.make_engine). Measured with
 # bench/serve_bench.py at 100 stories on PostgreSQL, side by side: 8 threads took the GIL from the event
 # loop so often that a probe request waited 840-1,180 ms at p99 (190 ms at p50), 4 threads 235-274 ms
-# (12-18 ms), 2 threads about 345 ms but played half the rounds; 4 played as many as 8.
-SERVER_THREADS = 4
+# (12-18 ms), 2 threads about 345 ms but played half the rounds; 4 played as many as 8. Since a round's
+# transactions go in batches (gm.store_batch: 7 round trips a rolled round instead of 19), a job holds its
+# thread a third as long, and 2 threads play as many rounds as 4 with fewer hand-offs of the GIL: two
+# side-by-side runs under 1,000 players, probe p99 63 / 68 ms (2 threads) against 178 / 126 ms (4), added
+# p50 177 / 188 against 577 / 402 ms; 100 stories back to back, 87.8 against 81.5 rounds/s. A database far
+# away (each round trip a millisecond or more) keeps a thread longer a job: more threads may then pay.
+SERVER_THREADS = 2
 BACKGROUND_LANES = SERVER_THREADS // 2  # of them, background work may hold at most this many (see `Workers`)
 
 
