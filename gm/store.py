@@ -90,16 +90,19 @@ def default_database_url() -> str:
     return f"sqlite:///{home / 'gm.db'}"
 
 
+APP_CONNECTIONS = 4  # pooled PostgreSQL connections beyond the worker threads': for the web app's own threads
+
+
 def make_engine(url: str) -> Engine:
     """An engine; SQLite gets WAL and a busy timeout so several processes can share the file."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
     if not url.startswith("sqlite"):
-        # A connection for each worker thread (gm.workers), and as many again for the web app's own threads.
+        # A connection for each worker thread (gm.workers), and `APP_CONNECTIONS` more for the web app's own threads.
         # A connection a restarted server dropped becomes a new one at checkout, rather than a failed round,
         # found without pool_pre_ping's round trip (gm.pgpool).
-        pool = {"pool_size": SERVER_THREADS, "max_overflow": SERVER_THREADS}
+        pool = {"pool_size": SERVER_THREADS, "max_overflow": APP_CONNECTIONS}
         server_engine = create_engine(url, hide_parameters=True, **pool)
         drop_closed_connections(server_engine)
         reset_batched_connections(server_engine)
