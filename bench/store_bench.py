@@ -13,6 +13,10 @@ Per round, from SQLAlchemy's engine and pool events (the same listeners on any v
 - statements: `before_cursor_execute` (every SQL statement sent, BEGIN not counted);
 - commits: the engine's `commit` event;
 - checkouts: the pool's `checkout` event (a Session or a Connection taking a connection);
+- round trips (PostgreSQL, with `--round-trips`): each Sync or Query message the client sends, from
+  libpq's trace of every connection. Statements sent in a batch (gm.store_batch) go straight to
+  psycopg, so SQLAlchemy's events do not see them: on PostgreSQL this is the figure to read, not
+  statements. Tracing writes every message to a file, so the CPU figures of such a run are higher;
 - db CPU: the CPU time (`time.thread_time`) of the thread holding a connection, from its checkout
   to its checkin: the ORM or Core work done while a connection is held, the driver and, on SQLite,
   the engine's own work and fsync's CPU. Work before the first statement of a session (building
@@ -69,11 +73,20 @@ class _Counters:
         self.commits = 0
         self.checkouts = 0
         self.db_cpu = 0.0
+        self._trace: Any = None  # libpq's trace of every PostgreSQL connection, with --round-trips
         self._held = threading.local()
         self._lock = threading.Lock()
 
     def attach(self, engine: Any) -> None:
         from sqlalchemy import event
+
+        if os.environ.get(TRACE_ENV) and engine.dialect.name == "postgresql":
+            self._trace = tempfile.TemporaryFile()  # noqa: SIM115 (read until the worker ends)
+            engine.dispose()  # the connections open so far were not traced
+
+            @event.listens_for(engine, "connect")
+            def _traced(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.pgconn.trace(self._trace.fileno())
 
         @event.listens_for(engine, "before_cursor_execute")
         def _statement(*_: Any) -> None:
@@ -100,9 +113,19 @@ class _Counters:
                 with self._lock:
                     self.db_cpu += spent
 
-    def snapshot(self) -> tuple[int, int, int, float]:
+    def snapshot(self) -> tuple[int, int, int, float, int]:
         with self._lock:
-            return self.statements, self.commits, self.checkouts, self.db_cpu
+            return self.statements, self.commits, self.checkouts, self.db_cpu, self._round_trips()
+
+    def _round_trips(self) -> int:
+        """Round trips to PostgreSQL so far (-1 untraced): each Sync (extended protocol, a pipeline included)
+        or Query (simple protocol) the client sent, read from libpq's trace."""
+        if self._trace is None:
+            return -1
+        self._trace.seek(0)
+        lines = self._trace.read().split(b"\n")
+        self._trace.seek(0, os.SEEK_END)
+        return sum(1 for line in lines if b"\tF\t" in line and (b"\tSync" in line or b"\tQuery\t" in line))
 
 
 class _Scripted:
@@ -221,6 +244,8 @@ async def _play(kind: str, rounds: int, window: int, profile: str | None) -> dic
                             "memory_commits": settled[1] - after[1],
                             "memory_checkouts": settled[2] - after[2],
                             "memory_db_cpu_ms": (settled[3] - after[3]) * 1000,
+                            "round_trips": after[4] - before[4] if after[4] >= 0 else -1,
+                            "memory_round_trips": settled[4] - after[4] if after[4] >= 0 else -1,
                         }
                     )
             if profiler is not None and profile:
@@ -244,13 +269,18 @@ MEASURES = (
     ("memory_statements", "memory keeper statements", "{:.0f}"),
     ("memory_commits", "memory keeper commits", "{:.0f}"),
     ("memory_db_cpu_ms", "memory keeper db CPU ms", "{:.2f}"),
+    ("round_trips", "round trips (PostgreSQL, --round-trips)", "{:.0f}"),
+    ("memory_round_trips", "memory keeper round trips", "{:.0f}"),
 )
+TRACE_ENV = "GM_STORE_BENCH_ROUND_TRIPS"
 
 
 def _worker(python: str, tree: Path, kind: str, arguments: argparse.Namespace) -> dict[str, Any]:
     command = [python, str(Path(__file__).resolve()), "--worker", kind]
     command += ["--rounds", str(arguments.rounds), "--window", str(arguments.window)]
     environment = {**os.environ, "PYTHONPATH": str(tree)}
+    if arguments.round_trips:
+        environment[TRACE_ENV] = "1"
     done = subprocess.run(command, cwd=tree, env=environment, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         sys.exit(f"the worker failed under {tree}:\n{done.stderr[-3000:]}")
@@ -284,6 +314,8 @@ def _report(results: dict[str, dict[str, list[dict[str, Any]]]], arguments: argp
                 print("|---" * (header.count("|") - 1) + "|")
                 medians = [_medians(results[variant][kind], rolled, early) for variant in variants]
                 for key, label, shape in MEASURES:
+                    if any(found.get(key, -1) < 0 for found in medians):
+                        continue  # not measured (round trips without --round-trips, or on SQLite)
                     cells = [shape.format(found[key]) for found in medians]
                     line = f"| {label} | " + " | ".join(cells)
                     if len(variants) == 2:
@@ -302,6 +334,9 @@ def main() -> None:
     parser.add_argument("--databases", nargs="+", default=None, choices=["sqlite", "postgresql"])
     parser.add_argument("--worker", choices=["sqlite", "postgresql"], help=argparse.SUPPRESS)
     parser.add_argument("--profile", help="worker only: write a cProfile of the measured rounds here")
+    parser.add_argument(
+        "--round-trips", action="store_true", help="count PostgreSQL round trips (libpq's trace: the CPU figures grow)"
+    )
     arguments = parser.parse_args()
     if arguments.window * 2 > arguments.rounds:
         parser.error("--rounds must be at least twice --window")
