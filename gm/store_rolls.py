@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import Select, bindparam, func, insert, literal_column, update
+from sqlalchemy import bindparam, func, insert, literal_column, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlmodel import col, select
@@ -49,19 +48,18 @@ class RollTables(Tables):
         """
         with self.transaction() as connection:
             batch = Batch(connection)  # two round trips on PostgreSQL, the second with the commit (gm.store_batch)
-            claim = batch.add(_CLAIM, {"story": roll.story_id})
-            next_id = batch.add(_NEXT_ROLL_ID[connection.dialect.name], {})
+            claim = batch.add(_CLAIM[connection.dialect.name], {"story": roll.story_id})
             batch.send()
             if (claimed := claim.first()) is None:
                 raise StoryNotFound(roll.story_id)
-            place, head, epoch = claimed
+            place, head, epoch, next_id = claimed
             if roll.seq is not None and (roll.seq != place or roll.seed_epoch != epoch):
                 raise ChainMoved(  # leaving the block rolls the claim back
                     "this story's dice moved on while the round was played (its lease ran out, and another round "
                     "or a reveal went ahead); the roll was not written, try again"
                 )
             # The roll's id is taken before it is written: its hash covers its id too.
-            _put(roll, id=next_id.scalar(), seq=place, prev_hash=head or genesis(roll.story_id))
+            _put(roll, id=next_id, seq=place, prev_hash=head or genesis(roll.story_id))
             link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
             batch.add(_ROLL, values_of(roll))
             batch.add(_HEAD, {"story": roll.story_id, "head": link})
@@ -160,20 +158,17 @@ ROLLS = table_of(RollRecord)
 ATTEMPTS = table_of(Attempt)
 STORIES = table_of(Story)
 CALLS = table_of(ModelCall)
-_CLAIM = (
-    update(STORIES)
-    .where(STORIES.c.id == bindparam("story"))
-    .values(chain_length=STORIES.c.chain_length + 1)
-    .returning(STORIES.c.chain_length, STORIES.c.chain_head, STORIES.c.seed_epoch)
-)
-_ROLL = insert(ROLLS)
-# The id the next roll gets, asked in the transaction that claimed its story's place in the chain: PostgreSQL's
-# sequence for the column; on SQLite the id it would give itself (its largest rowid + 1: the table has no
-# AUTOINCREMENT, and the claim holds the database's write lock until the roll is written).
-_NEXT_ROLL_ID: dict[str, Select[Any]] = {
-    "postgresql": sql_select(literal_column("nextval(pg_get_serial_sequence('rolls', 'id'))")),
-    "sqlite": sql_select(func.coalesce(func.max(ROLLS.c.id), 0) + 1),
+# The story's next place in its chain claimed, returning it with the chain's head, the seed epoch and the id the
+# roll will get, taken before it is written (its hash covers its id): PostgreSQL's sequence for the column; on
+# SQLite the id it would give itself (its largest rowid + 1: the table has no AUTOINCREMENT, and the claim holds
+# the database's write lock until the roll is written).
+_CLAIMED = update(STORIES).where(STORIES.c.id == bindparam("story")).values(chain_length=STORIES.c.chain_length + 1)
+_CHAIN = (STORIES.c.chain_length, STORIES.c.chain_head, STORIES.c.seed_epoch)
+_CLAIM = {
+    "postgresql": _CLAIMED.returning(*_CHAIN, literal_column("nextval(pg_get_serial_sequence('rolls', 'id'))")),
+    "sqlite": _CLAIMED.returning(*_CHAIN, sql_select(func.coalesce(func.max(ROLLS.c.id), 0) + 1).scalar_subquery()),
 }
+_ROLL = insert(ROLLS)
 CALLS_INSERT = insert(CALLS)
 _HEAD = update(STORIES).where(STORIES.c.id == bindparam("story")).values(chain_head=bindparam("head"))
 _ABANDON = (

@@ -111,8 +111,11 @@ class RoundTables(Tables):
             # Counted before a regenerated round's earlier version goes: it adds none (`_COUNTED`).
             counted = {**on_round, "round_clock": record.clock, "holder": holder}
             count = batch.add(_COUNT if holder is None else _COUNT_AND_LET_GO, counted)
-            batch.add(_FORGET, on_round)  # these two touch only a regenerated round's earlier version
-            batch.add(_REPLACE, on_round)
+            # These two touch only a regenerated round's earlier version; SQLite, where the attempt has answered
+            # already, runs them only for one.
+            if not accepted.done or accepted.scalar():
+                batch.add(_FORGET, on_round)
+                batch.add(_REPLACE, on_round)
             # (story, number) is unique: a round of that number still there is not written, and refuses this one
             written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
             if calls:
