@@ -26,7 +26,6 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from psycopg.pq import TransactionStatus
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.exc import DBAPIError
@@ -36,7 +35,7 @@ from sqlalchemy.sql.expression import Executable
 from gm.lru import LRU
 
 Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
-IDLE = TransactionStatus.IDLE
+IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is not imported where only SQLite is used)
 
 
 @dataclass
