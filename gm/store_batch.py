@@ -77,7 +77,7 @@ class Batch:
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
-        self.pipelined = connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
+        self.pipelined = connection.dialect.name == "postgresql" and _can_pipeline(connection)
         self._queued: list[tuple[Executable, Parameters, Sent]] = []
 
     def add(self, statement: Executable, parameters: Parameters) -> Sent:
@@ -127,6 +127,16 @@ class Batch:
             sent.rowcount = cursor.rowcount
             sent.done = True
             cursor.close()
+
+
+def _can_pipeline(connection: Connection) -> bool:
+    """Whether the connection's driver has a pipeline mode: psycopg 3 over libpq 14 or later (psycopg's binary
+    package brings its own). Without one, a batch runs its statements one by one, as on SQLite."""
+    if connection.dialect.driver != "psycopg":
+        return False
+    import psycopg  # here, not at the top: where only SQLite is used psycopg is never imported
+
+    return bool(psycopg.Pipeline.is_supported())
 
 
 _OPENED_HERE = "gm.store_batch: BEGIN sent by a batch"  # marks a pooled connection whose transactions a batch opened

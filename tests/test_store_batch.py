@@ -141,3 +141,18 @@ def test_on_postgresql_the_next_transaction_on_a_connection_a_batch_opened_is_a_
         raise ZeroDivisionError
     with postgres_store.reading() as connection:
         assert connection.execute(select(STORIES.c.title)).scalars().all() == ["kept"]
+
+
+def test_without_a_pipeline_mode_a_batch_on_postgresql_runs_each_statement_as_it_is_added(
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """psycopg over a libpq older than 14 has no pipeline mode: the batch then works as on SQLite."""
+    import psycopg
+
+    monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
+    story_id = a_story_with_rounds(postgres_store, 2)
+    with postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        newest = newest_rounds_queued(batch, story_id, 3)
+        assert not batch.pipelined and [record.number for record in newest()] == [1, 2]  # read before any send
+        batch.send(commit=True)  # nothing queued: the block's end commits, as on SQLite
