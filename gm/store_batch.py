@@ -6,7 +6,8 @@ lets the GIL go and waits to take it back behind the event loop and the other da
 1,000 players (bench/serve_bench.py) a PostgreSQL worker spent some 450 µs of CPU a round trip, and a
 round made 19 of them. A `Batch` queues statements (`add`) and sends what is queued at once (`send`):
 on PostgreSQL through psycopg's pipeline mode, every queued statement (and the transaction's BEGIN)
-in one round trip; on SQLite, where a statement is a call into the library, each runs as it is added.
+in one round trip; on SQLite, where a statement is a call into the library, each runs as it is added
+(as on PostgreSQL where the driver has no pipeline mode: `_can_pipeline`).
 Either way the statements run in the order added, in the caller's transaction, and each one's
 result (`Sent`) is read once the batch is sent.
 
@@ -40,7 +41,10 @@ IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is not imported where onl
 
 @dataclass
 class Sent:
-    """One statement's result, read once its batch is sent: the rows it returned and the rows it changed."""
+    """One statement's result, read once its batch is sent: the rows it returned and the rows it changed.
+
+    `done` says the result is in: at once where statements run as they are added (SQLite), which a caller
+    may use to leave out statements it then knows it does not need (`RoundTables.accept_round`)."""
 
     columns: list[str] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
@@ -64,7 +68,7 @@ class Sent:
             raise RuntimeError("a batched statement's result was read before its batch was sent")
 
     def take(self, result: CursorResult[Any]) -> None:
-        """Keep what SQLAlchemy's result holds (SQLite's path)."""
+        """Keep what SQLAlchemy's result holds (where statements run as they are added)."""
         if result.returns_rows:
             self.columns = list(result.keys())
             self.rows = [tuple(row) for row in result]
@@ -90,7 +94,7 @@ class Batch:
         return sent
 
     def send(self, *, commit: bool = False) -> None:
-        """Run what is queued, in order, in one round trip (PostgreSQL); nothing to do on SQLite.
+        """Run what is queued, in order, in one round trip (PostgreSQL); nothing to do where statements ran as added.
 
         With `commit`, the transaction is committed in the same round trip on PostgreSQL (the caller's block
         then has nothing left to commit): only when nothing after it may still refuse the transaction. On
