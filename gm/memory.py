@@ -155,8 +155,9 @@ def recall_queued(batch: Batch, story: Story | StoryState, before: int) -> Calla
     def read() -> Past:
         recent = [record for record in newest() if record.number < before]
         first_verbatim = recent[0].number if recent else before
-        entries = memories() if first_verbatim == expected else []
-        if first_verbatim != expected:  # the rounds were not as counted: read the memories before the real window
+        if first_verbatim == expected:
+            entries = memories()
+        else:  # the rounds were not as counted: read the memories before the real window
             entries = memories_between(batch.connection, story.id, story.summary_through, first_verbatim)
         # A missing memory shows without another query. The rounds that stand in for missing memories are read
         # after the memories: a memory written in between then leaves its round shown verbatim, never not at all.

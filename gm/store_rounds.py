@@ -3,7 +3,7 @@
 A round is played as an *attempt*. Opening it takes the story's lease, reads the story, a paused round
 and the round's earlier rolls, and writes the attempt, in one transaction (`open_attempt`); the round
 (gm.attempt) reads the past the game master is shown in the same transaction (gm.memory's
-`recall_on`, from `newest_rounds`, `memories_between` and `rounds_numbered`). When the referee
+`recall_queued`, in the batch that writes the attempt: `open_attempt`'s `read_with`). When the referee
 accepts it, the round (its text, narration, outcomes, refusals, and its rolls as written) is written
 with its model calls, its attempt marked accepted, the story counted and its lease let go, in one
 transaction fenced on the lease (`accept_round`).
