@@ -88,8 +88,23 @@ async def _http_error(request: Request, error: Any) -> JSONResponse:
     """Starlette's own errors (an unknown path, a wrong method) in the API's `{"error": ...}` shape."""
     messages = {404: f"there is no {request.url.path}", 405: f"{request.method} is not allowed on {request.url.path}"}
     message = messages.get(error.status_code, str(error.detail))
+    if error.status_code == 400 and error.detail == FASTAPI_UNREADABLE_BODY:
+        return _unreadable_body(request.url.path, error.__cause__)
     body = error_body(request.url.path, message, error.status_code)
     return JSONResponse(body, status_code=error.status_code, headers=getattr(error, "headers", None))
+
+
+# FastAPI's detail when reading a JSON body fails otherwise than by a JSONDecodeError; the cause is chained.
+FASTAPI_UNREADABLE_BODY = "There was an error parsing the body"
+
+
+def _unreadable_body(path: str, cause: BaseException | None) -> JSONResponse:
+    """A body FastAPI could not read, as one sentence saying why: JSON nested too deeply is invalid JSON (422)."""
+    if isinstance(cause, RecursionError):
+        message = "the request body is not valid JSON (it is nested too deeply)"
+        return JSONResponse(error_body(path, message, 422), status_code=422)
+    why = type(cause).__name__ if cause is not None else "no reason given"
+    return JSONResponse(error_body(path, f"the request body could not be read ({why})", 400), status_code=400)
 
 
 # Pydantic's words for a few problems, as a player's client would rather read them.
