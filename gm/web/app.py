@@ -101,10 +101,14 @@ FASTAPI_UNREADABLE_BODY = "There was an error parsing the body"
 def _unreadable_body(path: str, cause: BaseException | None) -> JSONResponse:
     """A body FastAPI could not read, as one sentence saying why: JSON nested too deeply is invalid JSON (422)."""
     if isinstance(cause, RecursionError):
-        message = "the request body is not valid JSON (it is nested too deeply)"
-        return JSONResponse(error_body(path, message, 422), status_code=422)
-    why = type(cause).__name__ if cause is not None else "no reason given"
-    return JSONResponse(error_body(path, f"the request body could not be read ({why})", 400), status_code=400)
+        return _not_json(path, "it is nested too deeply")
+    # No request found reaches this (bodies that are not UTF-8 are refused before, with their byte).
+    return JSONResponse(error_body(path, "the request body could not be read", 400), status_code=400)
+
+
+def _not_json(path: str, reason: str) -> JSONResponse:
+    """The 422 for a body that is not valid JSON, with why in brackets."""
+    return JSONResponse(error_body(path, f"the request body is not valid JSON ({reason})", 422), status_code=422)
 
 
 # Pydantic's words for a few problems, as a player's client would rather read them.
@@ -120,7 +124,7 @@ async def _invalid_request(request: Request, error: Any) -> JSONResponse:
     first = problems[0]
     if first.get("type") == "json_invalid":
         reason = str(first.get("ctx", {}).get("error", "")).lower() or "it cannot be parsed"
-        return JSONResponse(error_body(path, f"the request body is not valid JSON ({reason})", 422), status_code=422)
+        return _not_json(path, reason)
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "the body"
     message = WORDING.get(str(first.get("type")), first.get("msg", "is not valid"))
     return JSONResponse(error_body(path, f"{where}: {message}", 422), status_code=422)
