@@ -85,6 +85,7 @@ def test_a_plain_round_and_a_command_take_the_fast_path(store: Store, worlds: Pa
         (b'["hello"]', "token", 422, "body"),
         (b"", "token", 422, ""),
         (b'{"text": "hello"', "token", 422, "not valid JSON"),
+        (b'{"text": "a\x01b"}', "token", 422, "not valid JSON (invalid control character at character 12)"),
         (b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}", "token", 422, "not valid JSON (it is nested too deeply)"),
         (b'{"text": "/dice hidden"}', "token", 400, "PUT /api/stories/{id}/settings"),
         (b'{"text": "/quit"}', "token", 400, "terminal chat"),

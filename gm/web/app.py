@@ -124,6 +124,9 @@ async def _invalid_request(request: Request, error: Any) -> JSONResponse:
     first = problems[0]
     if first.get("type") == "json_invalid":
         reason = str(first.get("ctx", {}).get("error", "")).lower() or "it cannot be parsed"
+        position = first.get("loc", ())[-1:]  # json's error message ends "... at"; where is the index FastAPI kept
+        if position and isinstance(position[0], int):
+            reason = f"{reason.removesuffix(' at')} at character {position[0] + 1}"
         return _not_json(path, reason)
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "the body"
     message = WORDING.get(str(first.get("type")), first.get("msg", "is not valid"))
