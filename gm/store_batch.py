@@ -31,7 +31,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import Executable
+from sqlalchemy.sql.expression import Executable, TextClause
 
 from gm.lru import LRU
 
@@ -82,6 +82,7 @@ class Batch:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.pipelined = connection.dialect.name == "postgresql" and _can_pipeline(connection)
+        self.direct = connection.dialect.name == "sqlite"  # see `_run_direct`
         self._queued: list[tuple[Executable, Parameters, Sent]] = []
 
     def add(self, statement: Executable, parameters: Parameters) -> Sent:
@@ -89,6 +90,8 @@ class Batch:
         sent = Sent()
         if self.pipelined:
             self._queued.append((statement, parameters, sent))
+        elif self.direct:
+            _run_direct(self.connection, statement, parameters, sent)
         else:
             sent.take(self.connection.execute(statement, parameters))
         return sent
@@ -211,7 +214,114 @@ def _prepared(
     for values in sets:
         row = compiled.construct_params(values, _check=False)
         for name, process in processors.items():
-            if name in row and row[name] is not None:
+            if name in row:  # None too, as in SQLAlchemy's execution: a JSON column's None is written as JSON's null
                 row[name] = process(row[name])  # type: ignore[operator]
         rows.append(row)
     return compiled.string, rows
+
+
+@dataclass(frozen=True)
+class _Direct:
+    """How a statement runs on the sqlite3 driver itself: its SQL, its positional parameters' names and bind
+    processors, and the processors of the columns it returns (None: it needs SQLAlchemy's own execution)."""
+
+    sql: str
+    compiled: SQLCompiler
+    binds: tuple[tuple[str, Any], ...]  # each positional parameter's name and bind processor (or None)
+    keys: list[str]
+    results: tuple[tuple[int, Any], ...]  # the returned columns that have a result processor: position, processor
+
+
+_direct: LRU[tuple[int, tuple[str, ...]], tuple[Executable, _Direct | None]] = LRU(COMPILED_STATEMENTS)
+
+
+def _direct_plan(connection: Connection, statement: Executable, keys: tuple[str, ...]) -> _Direct | None:
+    """The statement compiled once for SQLite and the given keys, ready for the driver; None where SQLAlchemy's
+    execution does more than bind and run it: values it computes (Python-side defaults), expanding or literal
+    parameters, a schema map, or rows it matches to columns by name (text)."""
+    found = _direct.get((id(statement), keys))
+    if found is not None and found[0] is statement:
+        return found[1]
+    if isinstance(statement, TextClause):
+        _direct.put((id(statement), keys), (statement, None))
+        return None
+    compiled: SQLCompiler = statement.compile(dialect=connection.dialect, column_keys=list(keys))  # type: ignore[attr-defined]
+    plan: _Direct | None = None
+    plain = not (
+        compiled.insert_prefetch
+        or compiled.update_prefetch
+        or compiled.literal_execute_params
+        or compiled.post_compile_params
+        or compiled.schema_translate_map
+    )
+    # Rows are read by position, as SQLAlchemy reads a compiled statement's: text (columns matched by name) is not.
+    by_position = not compiled._result_columns or (
+        compiled._ordered_columns and not compiled._textual_ordered_columns and not compiled._loose_column_name_matching
+    )
+    if plain and by_position and compiled.positional and compiled.positiontup is not None:
+        dialect = connection.dialect
+        processors = compiled._bind_processors
+        plan = _Direct(
+            sql=compiled.string,
+            compiled=compiled,
+            binds=tuple((name, processors.get(name)) for name in compiled.positiontup),
+            keys=[entry[0] for entry in compiled._result_columns],
+            results=tuple(
+                (position, process)
+                for position, entry in enumerate(compiled._result_columns)
+                if (process := entry[3]._cached_result_processor(dialect, None)) is not None
+            ),
+        )
+    _direct.put((id(statement), keys), (statement, plan))
+    return plan
+
+
+def _run_direct(connection: Connection, statement: Executable, parameters: Parameters, sent: Sent) -> None:
+    """Run a statement on SQLite's driver connection, in the caller's transaction, as `Connection.execute` would.
+
+    Why: on SQLite a statement is a call into the library, a few microseconds, and SQLAlchemy's execution
+    around it (an execution context, its result and row objects, the events) cost three to four times as
+    much CPU on the database thread (a py-spy profile of bench/cpu_bench.py's rounds). Here the statement is
+    compiled once, its values bound with SQLAlchemy's own bind processors, and its rows read with its result
+    processors, so what is written and read is what `Connection.execute` writes and reads
+    (tests/test_store_batch.py holds that); an error is SQLAlchemy's wrapped DBAPI error, as it raises it."""
+    sets = [parameters] if isinstance(parameters, Mapping) else list(parameters)
+    plan = _direct_plan(connection, statement, tuple(sorted(sets[0])))
+    if plan is None:
+        sent.take(connection.execute(statement, parameters))
+        return
+    rows = []
+    for values in sets:
+        bound = plan.compiled.construct_params(values, escape_names=False, _check=False)
+        # Every value goes through its processor, None too, as in SQLAlchemy's execution (a JSON column's None
+        # is written as JSON's null, say).
+        rows.append(tuple(bound[name] if process is None else process(bound[name]) for name, process in plan.binds))
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        if isinstance(parameters, Mapping):
+            cursor.execute(plan.sql, rows[0])
+        else:
+            cursor.executemany(plan.sql, rows)
+        if cursor.description is not None:
+            sent.columns = plan.keys
+            sent.rows = cursor.fetchall()
+            if plan.results:
+                sent.rows = [_processed(row, plan.results) for row in sent.rows]
+        sent.rowcount = cursor.rowcount
+    except connection.dialect.loaded_dbapi.Error as error:
+        dbapi_error = connection.dialect.loaded_dbapi.Error
+        raise DBAPIError.instance(
+            plan.sql, rows, error, dbapi_error, hide_parameters=True, dialect=connection.dialect
+        ) from error
+    finally:
+        cursor.close()
+    sent.done = True
+
+
+def _processed(row: tuple[Any, ...], results: tuple[tuple[int, Any], ...]) -> tuple[Any, ...]:
+    values = list(row)
+    for position, process in results:
+        values[position] = process(values[position])
+    return tuple(values)

@@ -156,3 +156,49 @@ def test_without_a_pipeline_mode_a_batch_on_postgresql_runs_each_statement_as_it
         newest = newest_rounds_queued(batch, story_id, 3)
         assert not batch.pipelined and [record.number for record in newest()] == [1, 2]  # read before any send
         batch.send(commit=True)  # nothing queued: the block's end commits, as on SQLite
+
+
+def test_a_batch_writes_the_very_values_connection_execute_writes(store: Store) -> None:
+    """JSON (its None too), booleans, timestamps and text: each value as stored, beside the same row written by
+    `Connection.execute`, so that SQL which looks inside them (or tests IS NULL) sees no difference."""
+    story_id = a_story_with_rounds(store, 1)
+    attempts = table_of(Attempt)
+    made = [Attempt(story_id=story_id, round_number=number, error=None) for number in (2, 3)]
+    rounds = [
+        values_of(
+            RoundRecord(
+                story_id=story_id,
+                number=number,
+                attempt_id=attempt.id,
+                player_text="I wait ✓.",
+                narration="Rain.",
+                outcomes=[{"character": "Mara", "result": "failed", "roll": None}],
+                rolls=[],
+                refusals=[],
+                judgement=None,
+                clock=None,
+            )
+        )
+        for number, attempt in zip((2, 3), made, strict=True)
+    ]
+    with store.transaction() as connection:
+        connection.execute(insert(attempts), values_of(made[0]))
+        connection.execute(insert(table_of(RoundRecord)), rounds[0])
+        batch = Batch(connection)
+        batch.add(insert(attempts), values_of(made[1]))
+        batch.add(insert(table_of(RoundRecord)), rounds[1])
+        batch.send()
+    stored = [
+        "SELECT round_number, error IS NULL, regenerating, started_at IS NULL FROM attempts WHERE round_number > 1",
+        "SELECT number, outcomes, rolls, judgement, judgement IS NULL, clock IS NULL, player_text FROM rounds"
+        " WHERE number > 1",
+    ]
+    if store.engine.dialect.name == "sqlite":
+        stored += [
+            "SELECT number, typeof(judgement), typeof(regenerating), typeof(started_at), length(started_at) FROM rounds"
+            " JOIN attempts ON attempts.id = rounds.attempt_id WHERE number > 1"
+        ]
+    with store.reading() as connection:
+        for sql in stored:
+            first, second = connection.exec_driver_sql(sql + " ORDER BY 1").all()
+            assert first[1:] == second[1:], (sql, first, second)
