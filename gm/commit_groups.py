@@ -15,6 +15,16 @@ another in one SQLite transaction, and commits once:
   accepted round before the player sees it, as before; a failed COMMIT fails every piece of its group;
 - the order is kept: work runs in the order it was handed over, each seeing what came before it.
 
+Work that need not be on disk when it returns (`durable=False`: a round's opening, its lease's
+heartbeat and release, the memory keeper's notes) is committed with `synchronous=NORMAL` when its
+group holds nothing else: SQLite's WAL is then written but not synced, which saves the sync's
+CPU and wait. Such a commit is on disk by the next durable one, since SQLite's log is one file
+written in order and a sync of it holds every commit before; a power cut before then loses that
+work alone, never a roll or an accepted round (always durable work), and nothing anyone was told
+had been kept (the README's "Durability" says what each kind of work is, and what a power cut may
+take). A group with any durable work in it commits with `synchronous=FULL`, as every connection
+has it otherwise.
+
 The group's transaction begins with `BEGIN IMMEDIATE`, taking SQLite's write lock at once, so another
 connection's write (another process, or a thread outside the group) waits for the group's commit on
 the busy timeout rather than making the group's first write fail. Idle, the thread ends after
@@ -35,6 +45,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 log = logging.getLogger(__name__)
@@ -52,8 +63,10 @@ class Group:
     """One group's transaction on the database thread: the connection, whether it holds writes, and what waits
     for its commit."""
 
-    def __init__(self, engine_id: int) -> None:
+    def __init__(self, engine_id: int, durable: bool = True) -> None:
         self.engine_id = engine_id
+        self.durable = durable  # False: committed without a sync (see the module's docstring)
+        self.relaxed = False  # the connection's synchronous was set to NORMAL for this group, and is set back
         self.connection: Connection | None = None
         self.holding = False  # a transaction block ended well inside the open transaction: a failure must not undo it
         self.depth = 0  # transaction blocks open just now (a block inside a block always gets a savepoint)
@@ -67,7 +80,20 @@ class Group:
         if self.connection is None:
             self.connection = engine.connect()
         if not self.connection.in_transaction():
-            self.connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # SQLAlchemy's record of the transaction first (on SQLite its begin sends nothing), then the BEGIN
+            # itself, straight to the driver: through `exec_driver_sql` it cost several times the statement.
+            self.connection.begin()
+            driver: Any = self.connection.connection.driver_connection
+            try:
+                if not self.durable and not self.relaxed:
+                    driver.execute("PRAGMA synchronous=NORMAL")  # outside the transaction, for its commit
+                    self.relaxed = True
+                driver.execute("BEGIN IMMEDIATE")
+            except self.connection.dialect.loaded_dbapi.Error as error:
+                self.connection.rollback()
+                raise DBAPIError.instance(
+                    "BEGIN IMMEDIATE", None, error, self.connection.dialect.loaded_dbapi.Error
+                ) from error
         return self.connection
 
     @contextmanager
@@ -123,6 +149,12 @@ class Group:
 
     def close(self) -> None:
         if self.connection is not None:
+            if self.relaxed and not self.connection.invalidated:
+                try:  # the pooled connection goes back as every connection is: syncing each commit
+                    self.connection.connection.driver_connection.execute("PRAGMA synchronous=FULL")  # type: ignore[union-attr]
+                except Exception:
+                    self.connection.invalidate()  # never handed out again without its syncs
+                    raise
             self.connection.close()
             self.connection = None
 
@@ -147,10 +179,11 @@ def when_durable(tell: Callable[[], object]) -> None:
 
 
 class _Job:
-    __slots__ = ("call", "future")
+    __slots__ = ("call", "durable", "future")
 
-    def __init__(self, call: Callable[[], Any]) -> None:
+    def __init__(self, call: Callable[[], Any], durable: bool = True) -> None:
         self.call = call
+        self.durable = durable
         self.future: Future[Any] = Future()
 
 
@@ -167,8 +200,9 @@ class CommitGroups:
         self.groups = 0  # groups committed, and the work they held (bench/serve_bench.py reports them)
         self.grouped = 0
 
-    def submit(self, call: Callable[[], Any]) -> Future[Any]:
-        job = _Job(call)
+    def submit(self, call: Callable[[], Any], durable: bool = True) -> Future[Any]:
+        """Queue `call` for the thread; with `durable=False` its commit need not be synced (see the module)."""
+        job = _Job(call, durable)
         with self._ready:
             if self._closed:
                 raise RuntimeError("these database workers are closed")
@@ -207,7 +241,7 @@ class CommitGroups:
                         job.future.set_exception(error)
 
     def _run(self, jobs: list[_Job]) -> None:
-        group = Group(self._engine_id)
+        group = Group(self._engine_id, durable=any(job.durable for job in jobs))
         _current.group = group
         outcomes: list[tuple[_Job, Any, BaseException | None]] = []
         try:

@@ -78,7 +78,9 @@ class RoundLease:
         deadline = time.monotonic() + self.settings.wait_seconds
         while True:
             try:
-                opened = await self.store.off_loop(work, *arguments)
+                # Not synced by itself (`durable=False`): a power cut may lose an opening that nobody was told of;
+                # the round's first roll or its accepted round syncs it with them (gm.commit_groups).
+                opened = await self.store.off_loop(work, *arguments, durable=False)
             except LeaseBusy:  # nothing was done: the lease is another round's
                 if time.monotonic() >= deadline:
                     raise
@@ -104,7 +106,7 @@ class RoundLease:
         that let it go. Only the holder's lease is let go: one another round took meanwhile stays its own."""
         await self.stop()
         try:
-            await self.store.off_loop(self.store.release_lease, self.story_id, self.holder)
+            await self.store.off_loop(self.store.release_lease, self.story_id, self.holder, durable=False)
         except Exception:  # the round's own error is the one to tell; an unreleased lease runs out by itself
             log.warning("story %s: its lease could not be let go; it runs out", self.story_id, exc_info=True)
 
@@ -114,7 +116,7 @@ class RoundLease:
             await asyncio.sleep(self.settings.heartbeat_seconds)
             try:
                 renewed = await self.store.off_loop(
-                    self.store.renew_lease, self.story_id, self.holder, self.settings.lease_seconds
+                    self.store.renew_lease, self.story_id, self.holder, self.settings.lease_seconds, durable=False
                 )
             except Exception:  # the database is out of reach for now: try again at the next beat
                 log.warning("the lease of story %s could not be renewed; trying again", self.story_id, exc_info=True)

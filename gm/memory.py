@@ -210,9 +210,11 @@ class MemoryKeeper:
         Raises the first failed call's error (`ModelError`), after writing what came before it.
         """
         # Database work goes through Store.off_loop, so a server's rounds go on meanwhile: one hand-off to read,
-        # one a batch to write (and read what a fold needs), and one a fold.
+        # one a batch to write (and read what a fold needs), and one a fold. None of it is synced by itself
+        # (`durable=False`): a power cut may lose a batch's notes, which then stay unremembered and are written
+        # again, as after any failure (a round is marked remembered in the transaction that writes its note).
         self._counted.pop(story_id)  # until this catch-up ends well, `due` reads the database
-        unremembered, calendar = await self.store.off_loop(self.store.keeper_rounds, story_id)
+        unremembered, calendar = await self.store.off_loop(self.store.keeper_rounds, story_id, durable=False)
         newest = unremembered[-1].number if unremembered else None
         unfolded: tuple[str, list[MemoryEntry]] | None = None
         wrote = 0
@@ -267,9 +269,11 @@ class MemoryKeeper:
             remembered.append((record.attempt_id, entry))
         if failure is not None:
             if remembered or calls:
-                await self.store.off_loop(self.store.add_memories, remembered, calls)
+                await self.store.off_loop(self.store.add_memories, remembered, calls, durable=False)
             raise failure
-        return await self.store.off_loop(_write_then_read_unfolded, self.store, story_id, remembered, calls)
+        return await self.store.off_loop(
+            _write_then_read_unfolded, self.store, story_id, remembered, calls, durable=False
+        )
 
     async def _ask(self, story_id: str, records: Sequence[RoundRecord], calls: list[ModelCall]) -> dict[int, str]:
         """The summaries the memory keeper wrote for `records` (its call's record added to `calls`).
@@ -294,7 +298,7 @@ class MemoryKeeper:
         (read here if not given). The remembered rounds are always the story's first ones (see the module's
         docstring), so a fold never passes over a round still to remember."""
         if unfolded is None:
-            unfolded = await self.store.off_loop(self.store.unfolded, story_id)
+            unfolded = await self.store.off_loop(self.store.unfolded, story_id, durable=False)
         summary, entries = unfolded
         # Summaries that arrived `arrived` at a time (a batch) are folded `arrived - 1` earlier: the game
         # master's prompt then carries no more of them than with one call a round.
@@ -306,12 +310,14 @@ class MemoryKeeper:
         call = model_call_from(completion, "memory", story_id)
         folded = storable(summary_text(completion.content))
         if not folded:
-            await self.store.off_loop(self.store.add_model_calls, [call])
+            await self.store.off_loop(self.store.add_model_calls, [call], durable=False)
             raise EmptyMemory(
                 f"The memory keeper's answer for the fold of {_rounds(numbers)} was {_no_text(completion)},"
                 " so nothing was stored; it is asked again after a later round."
             )
-        await self.store.off_loop(self.store.fold_summary, story_id, folded, folding[-1].round_number, [call])
+        await self.store.off_loop(
+            self.store.fold_summary, story_id, folded, folding[-1].round_number, [call], durable=False
+        )
 
 
 def _write_then_read_unfolded(

@@ -123,6 +123,7 @@ def make_engine(url: str) -> Engine:
                     raise
                 time.sleep(0.1)
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=FULL")  # every commit synced (SQLite's default; said, not assumed)
         cursor.close()
 
     return engine
@@ -135,8 +136,11 @@ class Store(StoryTables, RollTables, RoundTables):
         self.engine = engine or make_engine(url or default_database_url())
         upgrade(self.engine)  # to the newest schema: gm/migrations
 
-    async def off_loop(self, work: Callable[..., T], *arguments: Any) -> T:
+    async def off_loop(self, work: Callable[..., T], *arguments: Any, durable: bool = True) -> T:
         """Run blocking database work for async code in the engine's worker threads (gm.workers), never on the
         event loop: one thread for SQLite, whose single writer would only make more of them queue, and a
-        pool of them for a database server, so other stories and requests go on meanwhile."""
-        return await workers_for(self.engine).run(work, *arguments)
+        pool of them for a database server, so other stories and requests go on meanwhile.
+
+        `durable=False` is for work a power cut may lose with no harm (never a roll or an accepted round):
+        on SQLite it may return before its commit is synced to disk (gm.commit_groups)."""
+        return await workers_for(self.engine).run(work, *arguments, durable=durable)

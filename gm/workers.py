@@ -69,11 +69,12 @@ class Workers:
             weakref.WeakKeyDictionary()
         )
 
-    def submit(self, call: Callable[[], T]) -> Future[T]:
-        """Queue `call` for a worker thread."""
+    def submit(self, call: Callable[[], T], durable: bool = True) -> Future[T]:
+        """Queue `call` for a worker thread (`durable` is SQLite's: see `GroupCommitting`; a database server's
+        commits are as durable as the server is set to make them)."""
         return self._executor.submit(call)
 
-    async def run(self, work: Callable[..., T], *arguments: Any) -> T:
+    async def run(self, work: Callable[..., T], *arguments: Any, durable: bool = True) -> T:
         """`work(*arguments)` in a worker thread, with the caller's context variables (as `asyncio.to_thread`).
 
         A caller cancelled meanwhile stops work not yet started; work already running is waited for before
@@ -81,17 +82,17 @@ class Workers:
         comes after it, as it would if the work had run in the caller. Background work first waits for a
         lane (see the class)."""
         if self.background_lanes is None or not BACKGROUND.get():
-            return await self._run(work, *arguments)
+            return await self._run(work, arguments, durable)
         loop = asyncio.get_running_loop()
         lanes = self._lanes.get(loop)
         if lanes is None:  # a semaphore belongs to one event loop; a test may run several in turn
             lanes = self._lanes[loop] = asyncio.Semaphore(self.background_lanes)
         async with lanes:
-            return await self._run(work, *arguments)
+            return await self._run(work, arguments, durable)
 
-    async def _run(self, work: Callable[..., T], *arguments: Any) -> T:
+    async def _run(self, work: Callable[..., T], arguments: tuple[Any, ...], durable: bool) -> T:
         call = functools.partial(contextvars.copy_context().run, work, *arguments)
-        future = self.submit(call)
+        future = self.submit(call, durable)
         waited = asyncio.wrap_future(future)
         try:
             return await asyncio.shield(waited)
@@ -113,8 +114,8 @@ class GroupCommitting(Workers):
         self.background_lanes = None  # the work keeps the order it was handed over in, background or not
         self.groups = CommitGroups(engine, name)
 
-    def submit(self, call: Callable[[], T]) -> Future[T]:
-        return self.groups.submit(call)
+    def submit(self, call: Callable[[], T], durable: bool = True) -> Future[T]:
+        return self.groups.submit(call, durable)
 
     def close(self) -> None:
         self.groups.close()

@@ -9,16 +9,18 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing, suppress
+from contextlib import ExitStack, closing, suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import event, text
 
 from gm import commit_groups
 from gm.commit_groups import MAX_GROUP, when_durable
 from gm.store import Store, Story, StoryNotFound
+from gm.testing import reply
 from gm.workers import GroupCommitting, workers_for
 
 
@@ -270,3 +272,87 @@ def test_a_failure_of_the_group_itself_fails_its_callers_and_the_thread_goes_on(
     assert [str(result) for result in asyncio.run(main())] == ["a bug", "a bug"]
     monkeypatch.setattr(commit_groups.Group, "close", close)
     assert asyncio.run(notes.off_loop(note, notes, "z")) == "z"
+
+
+def noted_at_level(store: Store, words: str) -> int:
+    """A note written, and the `synchronous` level its transaction will commit with (1 NORMAL, 2 FULL)."""
+    with store.transaction() as connection:
+        connection.execute(text("INSERT INTO notes VALUES (:words)"), {"words": words})
+        level: int = connection.exec_driver_sql("PRAGMA synchronous").scalar_one()
+    return level
+
+
+def test_work_that_need_not_be_durable_commits_unsynced_alone_and_the_connection_syncs_again(notes: Store) -> None:
+    async def main() -> list[int]:
+        alone_light = await notes.off_loop(noted_at_level, notes, "light", durable=False)
+        alone_durable = await notes.off_loop(noted_at_level, notes, "durable")
+        return [alone_light, alone_durable]
+
+    assert asyncio.run(main()) == [1, 2]
+    assert written(notes) == ["light", "durable"]
+    # Every pooled connection (the one the light work had among them) went back syncing each commit.
+    with ExitStack() as stack:
+        pooled = [stack.enter_context(notes.engine.connect()) for _ in range(notes.engine.pool.size())]
+        assert [connection.exec_driver_sql("PRAGMA synchronous").scalar_one() for connection in pooled] == [2] * len(
+            pooled
+        )
+
+
+def test_a_group_with_any_durable_work_in_it_is_synced(notes: Store) -> None:
+    started, gate = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        started.set()
+        gate.wait(10)
+
+    async def main() -> list[Any]:
+        held = asyncio.ensure_future(notes.off_loop(hold, durable=False))
+        await until(started.is_set)
+        calls = [
+            asyncio.ensure_future(notes.off_loop(noted_at_level, notes, "light", durable=False)),
+            asyncio.ensure_future(notes.off_loop(noted_at_level, notes, "durable")),
+        ]
+        groups = workers_for(notes.engine)
+        assert isinstance(groups, GroupCommitting)
+        await until(lambda: len(groups.groups._queue) == 2)
+        gate.set()
+        await held
+        return await asyncio.wait_for(asyncio.gather(*calls), 10)
+
+    assert asyncio.run(main()) == [2, 2]
+
+
+def test_every_commit_that_writes_a_roll_or_a_round_is_synced(tmp_path: Path, harbor: Path) -> None:
+    """Played rounds, rolled and not, the memory keeper's notes included: whatever each commit on the database thread
+    adds, a commit that adds a roll or a round is made with synchronous=FULL; the others may not be."""
+    store = Store(f"sqlite:///{tmp_path / 'gm.db'}")
+    seen: list[tuple[int, int, int]] = []  # (level, rolls, rounds) at each commit of the database thread
+    commit = commit_groups.Group.commit
+
+    def counted(group: commit_groups.Group) -> None:
+        if group.connection is not None and group.connection.in_transaction():
+            level, rolls, rounds = group.connection.exec_driver_sql(
+                "SELECT (SELECT synchronous FROM pragma_synchronous), (SELECT count(*) FROM rolls),"
+                " (SELECT count(*) FROM rounds)"
+            ).one()
+            seen.append((level, rolls, rounds))
+        commit(group)
+
+    async def main() -> None:
+        async with table(store, [roll_mara(), narrate_roll(), reply("The fog thickens.")], faces=[11]) as played:
+            story = played.game.start_story(harbor)
+            await played.game.play(story, "I pick the lock.")
+            await played.game.play(story, "I look around.")
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(commit_groups.Group, "commit", counted)
+        asyncio.run(main())
+    grew = [
+        level
+        for (level, rolls, rounds), (_, rolls_before, rounds_before) in zip(seen, [(0, 0, 0), *seen])
+        if rolls > rolls_before or rounds > rounds_before
+    ]
+    assert len(grew) == 3 and set(grew) == {2}, seen  # the roll, then each accepted round
+    assert any(level == 1 for level, _, _ in seen), seen  # the openings and the memory keeper's notes are not synced
+    workers_for(store.engine).close()
+    store.engine.dispose()

@@ -272,13 +272,17 @@ def test_background_work_leaves_threads_to_the_rest() -> None:
 def test_the_memory_keepers_work_is_background_work(
     store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every database hand-off of the memory keeper's task is marked background; a round's are not."""
+    """Every database hand-off of the memory keeper's task is marked background; a round's are not. The keeper's
+    and the round's opening need no sync of their own (`durable=False`); the accepted round does."""
     marked: list[tuple[str, bool]] = []
+    durable: dict[str, bool] = {}
     original = Workers.run
 
-    async def run(self: Workers, work: Any, *arguments: Any) -> Any:
-        marked.append((getattr(work, "__name__", "?"), BACKGROUND.get()))
-        return await original(self, work, *arguments)
+    async def run(self: Workers, work: Any, *arguments: Any, **options: Any) -> Any:
+        name = getattr(work, "__name__", None) or getattr(getattr(work, "func", None), "__name__", "?")  # a partial
+        marked.append((name, BACKGROUND.get()))
+        durable[name] = options.get("durable", True)
+        return await original(self, work, *arguments, **options)
 
     monkeypatch.setattr(Workers, "run", run)
 
@@ -293,6 +297,8 @@ def test_the_memory_keepers_work_is_background_work(
     round_work = [background for name, background in marked if name in ("begin", "_run_calls", "_finish")]
     assert keeper and all(keeper), marked
     assert round_work and not any(round_work), marked
+    assert durable["_finish"] and not durable["begin"], durable
+    assert not durable["keeper_rounds"] and not durable["_write_then_read_unfolded"], durable
 
 
 def test_each_engine_has_its_own_workers_one_thread_for_sqlite(store: Store) -> None:
