@@ -92,6 +92,7 @@ ROUND_TEXT = re.compile(r"^Round (\d+):")
 
 NARRATION_WORDS = 120
 SUMMARY_WORDS = 60
+KEEPER_HEADING = re.compile(r"^=== Round (\d+) ===$", re.MULTILINE)  # gm.prompt.keeper_rounds_messages
 FOLD_WORDS = 200
 
 # Words and sentences the fake composes its texts from; seeded per round, so every text differs.
@@ -245,8 +246,16 @@ class TimedFake(FakeModel):
             seed = zlib.crc32(messages[-1]["content"].encode())
             return reply(compose(random.Random(seed), FOLD_WORDS, "Mara has been working the harbour by night."))
         self._kind.value = "memory"
-        seed = zlib.crc32(messages[-1]["content"].encode())
-        return reply(compose(random.Random(seed), SUMMARY_WORDS, "Mara pressed on at the harbour."))
+        asked = messages[-1]["content"]
+        rng = random.Random(zlib.crc32(asked.encode()))
+        numbers = [int(number) for number in KEEPER_HEADING.findall(asked)]
+        if len(numbers) <= 1:
+            return reply(compose(rng, SUMMARY_WORDS, "Mara pressed on at the harbour."))
+        # Several rounds in one request (the keeper's batches): one labelled summary each, as its prompt asks
+        # (prompts/memory_keeper.txt). Unlabelled, gm would ask for each round alone again.
+        return reply(
+            "\n".join(f"Round {n}: {compose(rng, SUMMARY_WORDS, 'Mara pressed on at the harbour.')}" for n in numbers)
+        )
 
     def _game_master(self, messages: list[dict[str, Any]]) -> Answer:
         last = messages[-1]
