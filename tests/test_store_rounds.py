@@ -195,10 +195,10 @@ def handed_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     handed: list[str] = []
     run = Workers.run
 
-    async def counting(self: Workers, work: Any, *arguments: Any) -> Any:
+    async def counting(self: Workers, work: Any, *arguments: Any, **options: Any) -> Any:
         named = getattr(work, "func", work)  # a partial is named by its function
         handed.append(getattr(named, "__name__", repr(work)))
-        return await run(self, work, *arguments)
+        return await run(self, work, *arguments, **options)
 
     monkeypatch.setattr(Workers, "run", counting)
     yield handed
