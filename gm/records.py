@@ -139,8 +139,12 @@ class Attempt(Built, SQLModel, table=True):
     """One try at playing a round; `status` is running, accepted, failed, or abandoned (its process died)."""
 
     __tablename__ = "attempts"
-    # A round's opening finds the story's running attempts without reading all its attempts.
-    __table_args__ = (Index("ix_attempts_story_status", "story_id", "status"),)
+    # A round's opening finds the story's running attempts without reading all its attempts; a paused round
+    # its round's attempts.
+    __table_args__ = (
+        Index("ix_attempts_story_status", "story_id", "status"),
+        Index("ix_attempts_story_round", "story_id", "round_number"),
+    )
     id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)
     round_number: int
@@ -159,10 +163,11 @@ class RollRecord(Built, SQLModel, table=True):
 
     __tablename__ = "rolls"
     # One roll per place in a story's chain: two writers can never both add roll N. The second index
-    # finds a round's rolls (when it is opened) without reading every roll of a long story.
+    # finds a round's rolls (when it is opened) in chain order without reading every roll of a long story
+    # (gm/migrations/versions/growth_indexes.py).
     __table_args__ = (
         Index("ix_rolls_story_seq", "story_id", "seq", unique=True),
-        Index("ix_rolls_story_round", "story_id", "round_number"),
+        Index("ix_rolls_story_round", "story_id", "round_number", "seq"),
     )
     id: int | None = Field(default=None, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)
@@ -239,10 +244,10 @@ class RoundRecord(Built, SQLModel, table=True):
     """An accepted round: the player's text, the narration, outcomes, refusals seen, rolls copied in."""
 
     __tablename__ = "rounds"
-    # The second index finds rounds still to remember without reading every round of a long story.
+    # The second index finds rounds still to remember, in order, without reading every round of a long story.
     __table_args__ = (
         UniqueConstraint("story_id", "number"),
-        Index("ix_rounds_unremembered", "story_id", "memory_written"),
+        Index("ix_rounds_unremembered", "story_id", "memory_written", "number"),
     )
     id: int | None = Field(default=None, primary_key=True)
     story_id: str = Field(foreign_key="stories.id", index=True)

@@ -23,7 +23,7 @@ from sqlmodel import SQLModel
 from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
 
-HEAD = "round_indexes"
+HEAD = "growth_indexes"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 COLUMNS_OF_TABLE_DICE = [
@@ -33,6 +33,7 @@ COLUMNS_OF_TABLE_DICE = [
 ]  # added by the table_dice revision, with the paused_rounds table
 
 INDEXES_OF_ROUND_INDEXES = ["ix_attempts_story_status", "ix_rolls_story_round"]  # added by the round_indexes revision
+INDEXES_OF_GROWTH_INDEXES = ["ix_attempts_story_round"]  # added by the growth_indexes revision (which remakes two more)
 
 # A story as the gm of the initial schema wrote it: no token_hash.
 OLD_STORY = """
@@ -83,6 +84,7 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "round_indexes",
         "table_dice",
         "table_rules",
         "calendar",
@@ -150,7 +152,7 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE paused_rounds"))
         connection.execute(text("DROP TABLE reveals"))
-        for index in INDEXES_OF_ROUND_INDEXES:  # create_all makes today's indexes too
+        for index in INDEXES_OF_ROUND_INDEXES + INDEXES_OF_GROWTH_INDEXES:  # create_all makes today's indexes too
             connection.execute(text(f"DROP INDEX {index}"))
         for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE:  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
@@ -276,5 +278,29 @@ def test_the_round_indexes_revision_goes_down_and_up_again(database_url: str, en
     assert drift(store.engine) == []
     assert "ix_attempts_story_status" in {index["name"] for index in inspect(store.engine).get_indexes("attempts")}
     assert "ix_rolls_story_round" in {index["name"] for index in inspect(store.engine).get_indexes("rolls")}
+    assert_old_story_reads(store)
+    store.engine.dispose()
+
+
+def index_columns(engine: Engine, table: str) -> dict[str, list[str]]:
+    return {index["name"]: index["column_names"] for index in inspect(engine).get_indexes(table)}
+
+
+def test_the_growth_indexes_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to round_indexes the indexes are the two-column ones again; up again each ends with its order."""
+    upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text(OLD_STORY))
+        command.downgrade(config(connection), "round_indexes")
+    assert revision_of(engine) == "round_indexes"
+    assert index_columns(engine, "rolls")["ix_rolls_story_round"] == ["story_id", "round_number"]
+    assert index_columns(engine, "rounds")["ix_rounds_unremembered"] == ["story_id", "memory_written"]
+    assert "ix_attempts_story_round" not in index_columns(engine, "attempts")
+    store = Store(database_url)
+    assert revision_of(store.engine) == HEAD
+    assert drift(store.engine) == []
+    assert index_columns(store.engine, "rolls")["ix_rolls_story_round"] == ["story_id", "round_number", "seq"]
+    assert index_columns(store.engine, "rounds")["ix_rounds_unremembered"] == ["story_id", "memory_written", "number"]
+    assert index_columns(store.engine, "attempts")["ix_attempts_story_round"] == ["story_id", "round_number"]
     assert_old_story_reads(store)
     store.engine.dispose()
