@@ -10,7 +10,9 @@ keeper write its note (and fold), measured apart from the round.
 
 Per round, from SQLAlchemy's engine and pool events (the same listeners on any version of gm):
 
-- statements: `before_cursor_execute` (every SQL statement sent, BEGIN not counted);
+- statements: on PostgreSQL `before_cursor_execute` (every SQL statement sent, BEGIN not counted); on
+  SQLite, SQLite's own trace of the statements it runs (`set_trace_callback`; BEGIN, COMMIT, savepoints
+  and PRAGMAs not counted), which also sees the statements gm runs on the driver itself (gm.store_batch);
 - commits: the engine's `commit` event;
 - checkouts: the pool's `checkout` event (a Session or a Connection taking a connection);
 - round trips (PostgreSQL, with `--round-trips`): each Sync or Query message the client sends, from
@@ -60,6 +62,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent.parent
+# What SQLite's trace shows that is not one of the round's statements (as SQLAlchemy's events never counted them).
+_NOT_STATEMENTS = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "PRAGMA")
 
 
 # The worker: runs under whichever tree's interpreter the parent chose.
@@ -88,10 +92,21 @@ class _Counters:
             def _traced(dbapi_connection: Any, _record: Any) -> None:
                 dbapi_connection.pgconn.trace(self._trace.fileno())
 
-        @event.listens_for(engine, "before_cursor_execute")
-        def _statement(*_: Any) -> None:
-            with self._lock:
-                self.statements += 1
+        if engine.dialect.name == "sqlite":
+            # SQLite's own trace of every statement it runs: gm runs a batch's statements on the driver itself
+            # (gm.store_batch), which SQLAlchemy's events do not see.
+            engine.dispose()  # the connections open so far were not traced
+
+            @event.listens_for(engine, "connect")
+            def _traced_sqlite(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.set_trace_callback(self._sqlite_statement)
+
+        else:
+
+            @event.listens_for(engine, "before_cursor_execute")
+            def _statement(*_: Any) -> None:
+                with self._lock:
+                    self.statements += 1
 
         @event.listens_for(engine, "commit")
         def _commit(*_: Any) -> None:
@@ -112,6 +127,11 @@ class _Counters:
                 self._held.started = None
                 with self._lock:
                     self.db_cpu += spent
+
+    def _sqlite_statement(self, sql: str) -> None:
+        if not sql.lstrip().upper().startswith(_NOT_STATEMENTS):
+            with self._lock:
+                self.statements += 1
 
     def snapshot(self) -> tuple[int, int, int, float, int]:
         with self._lock:
