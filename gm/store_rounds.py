@@ -163,8 +163,12 @@ class RoundTables(Tables):
         with self.transaction() as connection:
             current: set[str] = set()
             if remembered:  # the rounds of these attempts still in the story, marked (one statement, then one batch)
-                attempts = [attempt_id for attempt_id, _ in remembered]
-                found = connection.execute(_MARK_REMEMBERED, {"story": remembered[0][1].story_id, "attempts": attempts})
+                marked = {
+                    "story": remembered[0][1].story_id,
+                    "numbers": [entry.round_number for _, entry in remembered],
+                    "attempts": [attempt_id for attempt_id, _ in remembered],
+                }
+                found = connection.execute(_MARK_REMEMBERED, marked)
                 current = set(found.scalars())
             batch = Batch(connection)
             if entries := [values_of(entry) for attempt_id, entry in remembered if attempt_id in current]:
@@ -343,11 +347,15 @@ _ROUND_UNLESS_PLAYED = {
 _REMEMBERED = update(ROUNDS).where(*_ROUND_NUMBER).values(memory_written=True)
 _MEMORY = insert(MEMORY).returning(MEMORY.c.id)
 _MEMORIES_ADDED = insert(MEMORY)
-# The rounds of these attempts still in the story (a regenerated round's earlier version is gone) marked remembered,
-# by the story's index; returns their attempts.
+# The rounds of these attempts still in the story (a regenerated round's earlier version is gone) marked remembered;
+# returns their attempts. Found by their numbers (the story's key), not by reading every round of the story.
 _MARK_REMEMBERED = (
     update(ROUNDS)
-    .where(ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.attempt_id.in_(bindparam("attempts", expanding=True)))
+    .where(
+        ROUNDS.c.story_id == bindparam("story"),
+        ROUNDS.c.number.in_(bindparam("numbers", expanding=True)),
+        ROUNDS.c.attempt_id.in_(bindparam("attempts", expanding=True)),
+    )
     .values(memory_written=True)
     .returning(ROUNDS.c.attempt_id)
 )
