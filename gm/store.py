@@ -107,7 +107,13 @@ def make_engine(url: str) -> Engine:
         drop_closed_connections(server_engine)
         reset_batched_connections(server_engine)
         return server_engine
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
+    # pool_use_lifo: the connection given back last is the next one handed out, so SQLite's database thread keeps
+    # working on one connection, whose page cache stays valid between its transactions; handed connections in
+    # turn (the pool's default), each found the file changed by the other since its last use and read its pages
+    # again (bench/store_bench.py: the round's statements cost about 15% more CPU).
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True, pool_use_lifo=True
+    )
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(connection: Any, _record: Any) -> None:

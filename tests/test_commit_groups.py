@@ -356,3 +356,19 @@ def test_every_commit_that_writes_a_roll_or_a_round_is_synced(tmp_path: Path, ha
     assert any(level == 1 for level, _, _ in seen), seen  # the openings and the memory keeper's notes are not synced
     workers_for(store.engine).close()
     store.engine.dispose()
+
+
+def test_the_database_thread_keeps_working_on_one_connection(notes: Store) -> None:
+    """Groups one after another get the connection the last one gave back, so SQLite's page cache stays valid."""
+
+    def driver_of(store: Store) -> int:
+        with store.transaction() as connection:
+            return id(connection.connection.driver_connection)
+
+    async def main() -> set[int]:
+        return {await notes.off_loop(driver_of, notes) for _ in range(6)}
+
+    with ExitStack() as stack:  # another connection or two in the pool beside the thread's
+        for _ in range(2):
+            stack.enter_context(notes.engine.connect())
+    assert len(asyncio.run(main())) == 1
