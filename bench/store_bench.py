@@ -13,7 +13,8 @@ Per round, from SQLAlchemy's engine and pool events (the same listeners on any v
 - statements: on PostgreSQL `before_cursor_execute` (every SQL statement sent, BEGIN not counted); on
   SQLite, SQLite's own trace of the statements it runs (`set_trace_callback`; BEGIN, COMMIT, savepoints
   and PRAGMAs not counted), which also sees the statements gm runs on the driver itself (gm.store_batch);
-- commits: the engine's `commit` event;
+- commits: the engine's `commit` event; on SQLite, those synced to disk too (`PRAGMA synchronous` at the
+  commit: gm.commit_groups commits some work without a sync of its own);
 - checkouts: the pool's `checkout` event (a Session or a Connection taking a connection);
 - round trips (PostgreSQL, with `--round-trips`): each Sync or Query message the client sends, from
   libpq's trace of every connection. Statements sent in a batch (gm.store_batch) go straight to
@@ -75,6 +76,7 @@ class _Counters:
     def __init__(self) -> None:
         self.statements = 0
         self.commits = 0
+        self.synced = 0  # commits that sync SQLite's log to disk (every commit on PostgreSQL)
         self.checkouts = 0
         self.db_cpu = 0.0
         self._trace: Any = None  # libpq's trace of every PostgreSQL connection, with --round-trips
@@ -108,10 +110,17 @@ class _Counters:
                 with self._lock:
                     self.statements += 1
 
+        sqlite = engine.dialect.name == "sqlite"
+
         @event.listens_for(engine, "commit")
-        def _commit(*_: Any) -> None:
+        def _commit(connection: Any) -> None:
+            # On SQLite, whether this commit syncs the log (synchronous=FULL, 2) or not (NORMAL, 1: gm.commit_groups).
+            synced = (
+                not sqlite or connection.connection.driver_connection.execute("PRAGMA synchronous").fetchone()[0] > 1
+            )
             with self._lock:
                 self.commits += 1
+                self.synced += synced
 
         @event.listens_for(engine.pool, "checkout")
         def _checkout(*_: Any) -> None:
@@ -133,9 +142,9 @@ class _Counters:
             with self._lock:
                 self.statements += 1
 
-    def snapshot(self) -> tuple[int, int, int, float, int]:
+    def snapshot(self) -> tuple[int, int, int, float, int, int]:
         with self._lock:
-            return self.statements, self.commits, self.checkouts, self.db_cpu, self._round_trips()
+            return self.statements, self.commits, self.checkouts, self.db_cpu, self._round_trips(), self.synced
 
     def _round_trips(self) -> int:
         """Round trips to PostgreSQL so far (-1 untraced): each Sync (extended protocol, a pipeline included)
@@ -256,12 +265,14 @@ async def _play(kind: str, rounds: int, window: int, profile: str | None) -> dic
                             "rolled": bool(number % 2),
                             "statements": after[0] - before[0],
                             "commits": after[1] - before[1],
+                            "synced": after[5] - before[5],
                             "checkouts": after[2] - before[2],
                             "db_cpu_ms": (after[3] - before[3]) * 1000,
                             "cpu_ms": cpu * 1000,
                             "wall_ms": wall * 1000,
                             "memory_statements": settled[0] - after[0],
                             "memory_commits": settled[1] - after[1],
+                            "memory_synced": settled[5] - after[5],
                             "memory_checkouts": settled[2] - after[2],
                             "memory_db_cpu_ms": (settled[3] - after[3]) * 1000,
                             "round_trips": after[4] - before[4] if after[4] >= 0 else -1,
@@ -282,12 +293,14 @@ async def _play(kind: str, rounds: int, window: int, profile: str | None) -> dic
 MEASURES = (
     ("statements", "statements", "{:.0f}"),
     ("commits", "commits", "{:.0f}"),
+    ("synced", "commits synced to disk (SQLite)", "{:.0f}"),
     ("checkouts", "checkouts", "{:.0f}"),
     ("db_cpu_ms", "db CPU ms", "{:.2f}"),
     ("cpu_ms", "round CPU ms", "{:.2f}"),
     ("wall_ms", "round wall ms", "{:.2f}"),
     ("memory_statements", "memory keeper statements", "{:.0f}"),
     ("memory_commits", "memory keeper commits", "{:.0f}"),
+    ("memory_synced", "memory keeper commits synced (SQLite)", "{:.0f}"),
     ("memory_db_cpu_ms", "memory keeper db CPU ms", "{:.2f}"),
     ("round_trips", "round trips (PostgreSQL, --round-trips)", "{:.0f}"),
     ("memory_round_trips", "memory keeper round trips", "{:.0f}"),

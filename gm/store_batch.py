@@ -13,8 +13,10 @@ result (`Sent`) is read once the batch is sent.
 
 The statements are the store's SQLAlchemy Core statements, compiled once for the connection's dialect
 and run on the driver's own connection with SQLAlchemy's bind processing (JSON, booleans), so a row
-read here is the row `Connection.execute` reads (`tests/test_store_batch.py` holds that). Statements
-with an expanding IN (`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
+read here is the row `Connection.execute` reads, and a value written the value it writes
+(`tests/test_store_batch.py` holds both). On SQLite too (`_run_direct`): SQLAlchemy's execution around
+a statement cost several times the statement itself. Statements with an expanding IN
+(`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
 
 An error of a queued statement is raised by `send` (on SQLite by `add`), as `Connection.execute` raises
 it (SQLAlchemy's wrapped DBAPI error, an `IntegrityError` say); the statements queued after it did not
