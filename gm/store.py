@@ -148,5 +148,6 @@ class Store(StoryTables, RollTables, RoundTables):
         pool of them for a database server, so other stories and requests go on meanwhile.
 
         `durable=False` is for work a power cut may lose with no harm (never a roll or an accepted round):
-        on SQLite it may return before its commit is synced to disk (gm.commit_groups)."""
+        it may return before its commit is synced to disk (SQLite: gm.commit_groups; PostgreSQL: a transaction
+        a batch opens commits with `synchronous_commit` off, gm.store_batch)."""
         return await workers_for(self.engine).run(work, *arguments, durable=durable)

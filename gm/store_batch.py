@@ -18,6 +18,12 @@ read here is the row `Connection.execute` reads, and a value written the value i
 a statement cost several times the statement itself. Statements with an expanding IN
 (`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
 
+On PostgreSQL a transaction a batch opens for work handed over with `durable=False` (`Store.off_loop`:
+a round's opening, the memory keeper's notes) commits with `synchronous_commit` off, asked for in the
+same round trip: its commit does not wait for the server's log to reach the disk, which the next
+synced commit (the round's roll, or the round itself) brings about anyway, the log being written in
+order (README, "Durability").
+
 An error of a queued statement is raised by `send` (on SQLite by `add`), as `Connection.execute` raises
 it (SQLAlchemy's wrapped DBAPI error, an `IntegrityError` say); the statements queued after it did not
 run, and the caller's transaction rolls back as it leaves its block.
@@ -36,6 +42,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import Executable, TextClause
 
 from gm.lru import LRU
+from gm.workers import DURABLE
 
 Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is not imported where only SQLite is used)
@@ -115,6 +122,8 @@ class Batch:
             with driver.pipeline():
                 if opening:
                     driver.execute(opening)
+                    if not DURABLE.get():  # work a power cut may lose with no harm (`Store.off_loop(durable=False)`)
+                        driver.execute(b"SET LOCAL synchronous_commit TO OFF")
                 for statement, parameters, _ in queued:
                     sql, rows = _prepared(self.connection, statement, parameters)
                     cursor = driver.cursor()

@@ -48,6 +48,9 @@ BACKGROUND_LANES = SERVER_THREADS // 2  # of them, background work may hold at m
 
 # Work no player waits for: set by the memory keeper's task (gm.game), read by `Workers.run`.
 BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("gm_background_work", default=False)
+# False while work handed over with `durable=False` runs: its commit need not wait for a sync (on PostgreSQL
+# `gm.store_batch` asks for none; SQLite's thread reads the job's own flag, gm.commit_groups).
+DURABLE: contextvars.ContextVar[bool] = contextvars.ContextVar("gm_durable_work", default=True)
 
 
 class Workers:
@@ -70,8 +73,8 @@ class Workers:
         )
 
     def submit(self, call: Callable[[], T], durable: bool = True) -> Future[T]:
-        """Queue `call` for a worker thread (`durable` is SQLite's: see `GroupCommitting`; a database server's
-        commits are as durable as the server is set to make them)."""
+        """Queue `call` for a worker thread (`durable` is read by SQLite's thread, `GroupCommitting`; here the
+        call's context carries it, `DURABLE`, for `gm.store_batch`)."""
         return self._executor.submit(call)
 
     async def run(self, work: Callable[..., T], *arguments: Any, durable: bool = True) -> T:
@@ -91,7 +94,10 @@ class Workers:
             return await self._run(work, arguments, durable)
 
     async def _run(self, work: Callable[..., T], arguments: tuple[Any, ...], durable: bool) -> T:
-        call = functools.partial(contextvars.copy_context().run, work, *arguments)
+        context = contextvars.copy_context()
+        if not durable:
+            context.run(DURABLE.set, False)
+        call = functools.partial(context.run, work, *arguments)
         future = self.submit(call, durable)
         waited = asyncio.wrap_future(future)
         try:

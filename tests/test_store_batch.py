@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -202,3 +203,30 @@ def test_a_batch_writes_the_very_values_connection_execute_writes(store: Store) 
         for sql in stored:
             first, second = connection.exec_driver_sql(sql + " ORDER BY 1").all()
             assert first[1:] == second[1:], (sql, first, second)
+
+
+def test_on_postgresql_work_that_need_not_be_durable_commits_without_waiting_for_its_sync(
+    postgres_store: Store,
+) -> None:
+    """A transaction a batch opens for `durable=False` work asks PostgreSQL not to wait for its log's sync (for
+    that transaction alone); any other work's transactions wait, as every transaction does by default."""
+
+    def level(store: Store) -> str:
+        with store.transaction() as connection:
+            batch = Batch(connection)
+            batch.add(select(STORIES.c.id), {})
+            batch.send()
+            found: str = connection.exec_driver_sql("SHOW synchronous_commit").scalar_one()
+        return found
+
+    async def main() -> list[str]:
+        return [
+            await postgres_store.off_loop(level, postgres_store, durable=False),
+            await postgres_store.off_loop(level, postgres_store),
+            await postgres_store.off_loop(level, postgres_store, durable=False),
+            await postgres_store.off_loop(level, postgres_store),
+        ]
+
+    assert asyncio.run(main()) == ["off", "on", "off", "on"]
+    with postgres_store.transaction() as connection:  # a library caller's own transaction, on a pooled connection
+        assert connection.exec_driver_sql("SHOW synchronous_commit").scalar_one() == "on"
