@@ -264,43 +264,47 @@ def test_the_table_rules_revision_goes_down_and_up_again(database_url: str, engi
     store.engine.dispose()
 
 
-def test_the_round_indexes_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
-    """Down to table_dice the two indexes a round's opening reads by are gone; up again they are back."""
-    upgrade(engine)
-    with engine.begin() as connection:
-        connection.execute(text(OLD_STORY))
-        command.downgrade(config(connection), "table_dice")
-    assert revision_of(engine) == "table_dice"
-    assert "ix_attempts_story_status" not in {index["name"] for index in inspect(engine).get_indexes("attempts")}
-    assert "ix_rolls_story_round" not in {index["name"] for index in inspect(engine).get_indexes("rolls")}
-    store = Store(database_url)
-    assert revision_of(store.engine) == HEAD
-    assert drift(store.engine) == []
-    assert "ix_attempts_story_status" in {index["name"] for index in inspect(store.engine).get_indexes("attempts")}
-    assert "ix_rolls_story_round" in {index["name"] for index in inspect(store.engine).get_indexes("rolls")}
-    assert_old_story_reads(store)
-    store.engine.dispose()
-
-
 def index_columns(engine: Engine, table: str) -> dict[str, list[str]]:
     return {index["name"]: index["column_names"] for index in inspect(engine).get_indexes(table)}
 
 
-def test_the_growth_indexes_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
-    """Down to round_indexes the indexes are the two-column ones again; up again each ends with its order."""
+def down_to(engine: Engine, revision: str) -> None:
+    """The newest schema with an old story in it, migrated down to `revision`."""
     upgrade(engine)
     with engine.begin() as connection:
         connection.execute(text(OLD_STORY))
-        command.downgrade(config(connection), "round_indexes")
-    assert revision_of(engine) == "round_indexes"
-    assert index_columns(engine, "rolls")["ix_rolls_story_round"] == ["story_id", "round_number"]
-    assert index_columns(engine, "rounds")["ix_rounds_unremembered"] == ["story_id", "memory_written"]
-    assert "ix_attempts_story_round" not in index_columns(engine, "attempts")
+        command.downgrade(config(connection), revision)
+    assert revision_of(engine) == revision
+
+
+def up_again(database_url: str) -> Store:
+    """A Store opened on the database: migrated to the head, its schema the models', the old story readable."""
     store = Store(database_url)
     assert revision_of(store.engine) == HEAD
     assert drift(store.engine) == []
+    assert_old_story_reads(store)
+    return store
+
+
+def test_the_round_indexes_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to table_dice the two indexes a round's opening reads by are gone; up again they are back."""
+    down_to(engine, "table_dice")
+    assert "ix_attempts_story_status" not in index_columns(engine, "attempts")
+    assert "ix_rolls_story_round" not in index_columns(engine, "rolls")
+    store = up_again(database_url)
+    assert "ix_attempts_story_status" in index_columns(store.engine, "attempts")
+    assert "ix_rolls_story_round" in index_columns(store.engine, "rolls")
+    store.engine.dispose()
+
+
+def test_the_growth_indexes_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to round_indexes the indexes are the two-column ones again; up again each ends with its order."""
+    down_to(engine, "round_indexes")
+    assert index_columns(engine, "rolls")["ix_rolls_story_round"] == ["story_id", "round_number"]
+    assert index_columns(engine, "rounds")["ix_rounds_unremembered"] == ["story_id", "memory_written"]
+    assert "ix_attempts_story_round" not in index_columns(engine, "attempts")
+    store = up_again(database_url)
     assert index_columns(store.engine, "rolls")["ix_rolls_story_round"] == ["story_id", "round_number", "seq"]
     assert index_columns(store.engine, "rounds")["ix_rounds_unremembered"] == ["story_id", "memory_written", "number"]
     assert index_columns(store.engine, "attempts")["ix_attempts_story_round"] == ["story_id", "round_number"]
-    assert_old_story_reads(store)
     store.engine.dispose()
