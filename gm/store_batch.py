@@ -19,7 +19,7 @@ a statement cost several times the statement itself. Statements with an expandin
 (`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
 
 On PostgreSQL a transaction a batch opens for work handed over with `durable=False` (`Store.off_loop`:
-a round's opening, the memory keeper's notes) commits with `synchronous_commit` off, asked for in the
+a round's opening) commits with `synchronous_commit` off, asked for in the
 same round trip: its commit does not wait for the server's log to reach the disk, which the next
 synced commit (the round's roll, or the round itself) brings about anyway, the log being written in
 order (README, "Durability").
@@ -204,7 +204,17 @@ def reset_batched_connections(engine: Engine) -> None:
 # A statement compiled for each set of keys it was given. The store's statements are built once, at import, so
 # these are a few dozen; the cap only bounds a caller that builds statements as it goes.
 COMPILED_STATEMENTS = 256
-_compiled: LRU[tuple[int, tuple[str, ...]], tuple[Executable, SQLCompiler]] = LRU(COMPILED_STATEMENTS)
+_compiled: LRU[tuple[str, int, tuple[str, ...]], tuple[Executable, SQLCompiler]] = LRU(COMPILED_STATEMENTS)
+
+
+def _compile(connection: Connection, statement: Executable, keys: tuple[str, ...]) -> SQLCompiler:
+    """The statement compiled for the connection's dialect and these parameter keys (an INSERT's columns), once."""
+    key = (connection.dialect.name, id(statement), keys)
+    found = _compiled.get(key)
+    if found is None or found[0] is not statement:
+        found = (statement, statement.compile(dialect=connection.dialect, column_keys=list(keys)))  # type: ignore[attr-defined]
+        _compiled.put(key, found)
+    return found[1]
 
 
 def _prepared(
@@ -213,13 +223,7 @@ def _prepared(
     """The statement's SQL for the connection's dialect (compiled once for each set of keys an INSERT is given)
     and its parameters as the driver takes them: named as compiled, with SQLAlchemy's bind processors applied."""
     sets = [parameters] if isinstance(parameters, Mapping) else list(parameters)
-    keys = tuple(sorted(sets[0]))
-    found = _compiled.get((id(statement), keys))
-    if found is None or found[0] is not statement:
-        compiled = statement.compile(dialect=connection.dialect, column_keys=list(keys))  # type: ignore[attr-defined]
-        found = (statement, compiled)
-        _compiled.put((id(statement), keys), found)
-    compiled = found[1]
+    compiled = _compile(connection, statement, tuple(sorted(sets[0])))
     processors = compiled._bind_processors
     rows = []
     for values in sets:
@@ -256,7 +260,7 @@ def _direct_plan(connection: Connection, statement: Executable, keys: tuple[str,
     if isinstance(statement, TextClause):
         _direct.put((id(statement), keys), (statement, None))
         return None
-    compiled: SQLCompiler = statement.compile(dialect=connection.dialect, column_keys=list(keys))  # type: ignore[attr-defined]
+    compiled = _compile(connection, statement, keys)
     plan: _Direct | None = None
     plain = not (
         compiled.insert_prefetch
