@@ -13,8 +13,9 @@ Scripts (`--script`):
   in plain text; an honest judge; memory summaries and folds of realistic length. Answers at once.
 - `serve`: bench/serve_bench.py's fake: the player's text carries a marker `[L<level> s<story> r<round>]`;
   odd rounds roll `lockwork` for Odile (harbour-heist), even rounds end in plain text; an honest
-  judge; one-line memory summaries. Every chat completion is answered after `--delay` seconds.
-  It counts each round's game-master and judge calls, by marker, for the bench to subtract.
+  judge; one-line memory summaries (a batch's labelled `Round N:` each). Every chat completion is
+  answered after `--delay` seconds. It counts each round's game-master and judge calls, by marker,
+  for the bench to subtract.
 
 Besides `POST /v1/chat/completions` it answers `GET /bench/stats` (JSON: requests served, the calls
 counted per marker, memory-keeper calls, its own CPU seconds, requests in flight and seconds since
@@ -42,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from gm.prompt import KEEPER_ANSWER, read_keeper_rounds
 from gm.testing import FakeModel, Request, Step, call, honest_judge, is_judge_request, reply
 
 MARKER = re.compile(r"\[L(\d+) s(\d+) r(\d+)\]")
@@ -66,6 +68,9 @@ class ServeScript:
             return honest_judge(request)
         if "tools" not in request:  # the memory keeper: a summary, or a fold of several
             self.keeper += 1
+            kept = read_keeper_rounds(str(messages[-1]["content"]))
+            if len(kept) > 1:  # a batch: a labelled line a round, as the keeper's prompt asks (else gm asks each alone)
+                return reply("\n".join(KEEPER_ANSWER.format(round.number) + SUMMARY for round in kept))
             return reply(SUMMARY)
         marker, number = _marker(messages)
         self.calls[marker][0] += 1
