@@ -117,7 +117,13 @@ def begin(store: Store, story_id: str, world: World, opening: Opening, tell: Rou
     """
     with store.transaction() as connection:
         opened = open_attempt(
-            connection, story_id, regenerate=opening.regenerate, admit=admit, lease=lease, read_with=recall_queued
+            connection,
+            story_id,
+            regenerate=opening.regenerate,
+            admit=admit,
+            lease=lease,
+            read_with=recall_queued,
+            commit=True,  # with its last batch: one round trip fewer on PostgreSQL
         )
     past: Past = opened.read
     story, number = opened.story, opened.number

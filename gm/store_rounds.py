@@ -89,7 +89,7 @@ class RoundTables(Tables):
         """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction
         (see `open_attempt`; a round opens its own and reads its past in the same transaction: gm.attempt)."""
         with self.transaction() as connection:
-            return open_attempt(connection, story_id, regenerate=regenerate, admit=admit, lease=lease)
+            return open_attempt(connection, story_id, regenerate=regenerate, admit=admit, lease=lease, commit=True)
 
     def accept_round(
         self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = (), *, holder: str | None = None
@@ -237,6 +237,7 @@ def open_attempt(
     admit: Admit,
     lease: Claim | None = None,
     read_with: ReadWith | None = None,
+    commit: bool = False,
 ) -> Opened:
     """Open an attempt at the story's next round (or its last again, `regenerate`) in the caller's transaction.
 
@@ -248,7 +249,11 @@ def open_attempt(
 
     `read_with` queues the caller's own reads of the story beside the attempt's (gm.memory's
     `recall_queued`), and what its finisher returns is `Opened.read`. The statements go in two batches
-    (gm.store_batch): on PostgreSQL, two round trips before the commit.
+    (gm.store_batch): on PostgreSQL, two round trips before the commit. With `commit` (for a caller whose
+    transaction ends with the opening) the second also commits: nothing after it refuses the round, and the
+    reads that may follow (a round's rolls from other attempts, rounds standing in for missing memories) see
+    what they would see in the transaction at PostgreSQL's default isolation (READ COMMITTED: each statement
+    reads what is committed when it starts).
     """
     if unstorable(story_id):
         raise StoryNotFound(story_id)
@@ -279,7 +284,7 @@ def open_attempt(
     queue_attempt(batch, opened.attempt)
     retried = batch.add(OF_ROUND, {"story": story_id, "number": number})
     finish = read_with(batch, story, number) if read_with is not None else None
-    batch.send()
+    batch.send(commit=commit)
     if seed is not None:
         opened.seed = seed_of(story, next(seed.mappings(), None))
     opened.retried = [row_of(RollRecord, row) for row in retried.mappings()]

@@ -115,6 +115,19 @@ def test_on_postgresql_a_batch_with_its_begin_and_commit_is_one_round_trip(postg
     assert postgres_store.story(story_id).title == "renamed"
 
 
+def test_on_postgresql_a_rounds_opening_is_two_round_trips_its_commit_with_the_second(postgres_store: Store) -> None:
+    story_id = a_story_with_rounds(postgres_store, 5)
+    with round_trips(postgres_store) as counted:
+        opened = postgres_store.open_attempt(story_id, regenerate=False, admit=lambda story, waiting: None)
+    assert counted == [2]
+    assert opened.number == 6
+    with postgres_store.reading() as connection:  # committed: another connection sees the attempt
+        found = connection.execute(
+            select(table_of(Attempt).c.round_number).where(table_of(Attempt).c.id == opened.attempt.id)
+        )
+        assert found.scalar_one() == 6
+
+
 def test_on_postgresql_a_result_is_read_only_once_its_batch_is_sent(postgres_store: Store) -> None:
     with postgres_store.reading() as connection:
         batch = Batch(connection)
