@@ -161,16 +161,17 @@ class RoundTables(Tables):
         own); the calls are kept regardless.
         """
         with self.transaction() as connection:
-            current: set[str] = set()
-            if remembered:  # the rounds of these attempts still in the story, marked (one statement, then one batch)
-                marked = {
-                    "story": remembered[0][1].story_id,
-                    "numbers": [entry.round_number for _, entry in remembered],
-                    "attempts": [attempt_id for attempt_id, _ in remembered],
-                }
-                found = connection.execute(_MARK_REMEMBERED, marked)
-                current = set(found.scalars())
+            # Two batches (gm.store_batch): the rounds of these attempts still in the story marked, one statement
+            # each, with the transaction's BEGIN; then the memories of those marked, the calls, and the COMMIT. On
+            # PostgreSQL two round trips, and the first sets the transaction's synchronous_commit where the
+            # keeper's work need not wait for its sync (`Store.off_loop(durable=False)`).
             batch = Batch(connection)
+            marks = [
+                (attempt_id, batch.add(_MARK_REMEMBERED, _marked(attempt_id, entry)))
+                for attempt_id, entry in remembered
+            ]
+            batch.send()
+            current = {attempt_id for attempt_id, mark in marks if mark.scalar() == attempt_id}
             if entries := [values_of(entry) for attempt_id, entry in remembered if attempt_id in current]:
                 batch.add(_MEMORIES_ADDED, entries)
             if calls:
@@ -352,15 +353,12 @@ _ROUND_UNLESS_PLAYED = {
 _REMEMBERED = update(ROUNDS).where(*_ROUND_NUMBER).values(memory_written=True)
 _MEMORY = insert(MEMORY).returning(MEMORY.c.id)
 _MEMORIES_ADDED = insert(MEMORY)
-# The rounds of these attempts still in the story (a regenerated round's earlier version is gone) marked remembered;
-# returns their attempts. Found by their numbers (the story's key), not by reading every round of the story.
+# A round of this attempt still in the story (a regenerated round's earlier version is gone) marked remembered;
+# returns its attempt. Found by its number (the story's key), not by reading every round of the story. One round a
+# statement, not an IN list: a statement whose SQL depends on its values cannot go in a batch (gm.store_batch).
 _MARK_REMEMBERED = (
     update(ROUNDS)
-    .where(
-        ROUNDS.c.story_id == bindparam("story"),
-        ROUNDS.c.number.in_(bindparam("numbers", expanding=True)),
-        ROUNDS.c.attempt_id.in_(bindparam("attempts", expanding=True)),
-    )
+    .where(*_ROUND_NUMBER, ROUNDS.c.attempt_id == bindparam("attempt"))
     .values(memory_written=True)
     .returning(ROUNDS.c.attempt_id)
 )
@@ -396,6 +394,11 @@ _MEMORIES_AFTER_SUMMARY = (
     .order_by(MEMORY.c.round_number)
 )
 _SEED = sql_select(SEEDS).where(SEEDS.c.story_id == bindparam("story"), SEEDS.c.epoch == bindparam("epoch"))
+
+
+def _marked(attempt_id: str, entry: MemoryEntry) -> dict[str, Any]:
+    """`_MARK_REMEMBERED`'s values for the round `entry` summarises, as attempt `attempt_id` played it."""
+    return {"story": entry.story_id, "round_no": entry.round_number, "attempt": attempt_id}
 
 
 @lru_cache(maxsize=16)  # one statement per count asked for: the verbatim window and 2

@@ -52,7 +52,7 @@ def plan(store: Store, statement: Executable, parameters: dict[str, Any]) -> str
         ),
         (
             _MARK_REMEMBERED,
-            {"story": "s", "numbers": [3, 4], "attempts": ["a", "b"]},
+            {"story": "s", "round_no": 3, "attempt": "a"},
             "SEARCH rounds USING INDEX sqlite_autoindex_rounds_1 (story_id=? AND number=?)",
         ),
     ],

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import event, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from gm.records import Attempt, RoundRecord, Story
+from gm.records import Attempt, MemoryEntry, RoundRecord, Story
 from gm.store import Store
 from gm.store_batch import Batch
-from gm.store_rounds import newest_rounds, newest_rounds_queued
+from gm.store_rounds import memories_between, newest_rounds, newest_rounds_queued
 from gm.store_tables import table_of, values_of
 
 STORIES = table_of(Story)
@@ -126,6 +126,25 @@ def test_on_postgresql_a_rounds_opening_is_two_round_trips_its_commit_with_the_s
             select(table_of(Attempt).c.round_number).where(table_of(Attempt).c.id == opened.attempt.id)
         )
         assert found.scalar_one() == 6
+
+
+def test_on_postgresql_the_keepers_notes_are_two_round_trips_and_a_stale_one_is_left_out(postgres_store: Store) -> None:
+    story_id = a_story_with_rounds(postgres_store, 3)
+    rounds = postgres_store.rounds(story_id)
+    remembered = [
+        (
+            record.attempt_id if record.number != 2 else "an attempt played over",
+            MemoryEntry(story_id=story_id, round_number=record.number, summary=f"Summary {record.number}."),
+        )
+        for record in rounds
+    ]
+    with round_trips(postgres_store) as counted:
+        asyncio.run(postgres_store.off_loop(postgres_store.add_memories, remembered, durable=False))
+    assert counted == [2]  # the marks with the BEGIN, then the notes with the COMMIT
+    with postgres_store.reading() as connection:
+        written = {entry.round_number: entry.summary for entry in memories_between(connection, story_id, 0)}
+    assert written == {1: "Summary 1.", 3: "Summary 3."}
+    assert [record.memory_written for record in postgres_store.rounds(story_id)] == [True, False, True]
 
 
 def test_on_postgresql_a_result_is_read_only_once_its_batch_is_sent(postgres_store: Store) -> None:
