@@ -325,6 +325,12 @@ class Game:
                 # memory model is not asked again and again on the way out).
                 log.warning("memory for story %s is left for later: %s", story_id, error)
                 waiting = False
+            except Exception:
+                # Anything else is a bug or a broken database: the rounds stay unremembered (shown verbatim, and
+                # caught up later) as above, but with its traceback in the log, since nobody awaits this task
+                # (`settle` gathers it with return_exceptions) and it would otherwise go unseen.
+                log.exception("the memory keeper failed on story %s; its rounds are left for later", story_id)
+                waiting = False
             if waiting:
                 self._waiting.put(story_id, True)
             else:

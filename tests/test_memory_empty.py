@@ -124,3 +124,25 @@ def test_a_fold_with_no_text_leaves_the_summaries_unfolded_until_a_later_round(s
     summary_now, through = states[-1]
     assert summary_now == "FOLDED: Mara is inside the harbour office." and through > 0
     assert len(store.memories(story)) == rounds  # every round's own summary was kept meanwhile
+
+
+def test_an_unexpected_failure_of_the_keeper_is_logged_and_its_rounds_wait(
+    store: Store, harbor: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_arguments: Any) -> None:
+        raise TypeError("a bug in the keeper's database work")
+
+    async def play() -> Any:
+        async with table(store, [reply("Narration 1.")], [summary, summary]) as t:  # settle, then the table's end
+            monkeypatch.setattr(store, "add_memories", broken)
+            story = t.game.start_story(harbor)
+            await t.game.play(story, "round 1.")
+            await t.game.settle()
+            return story
+
+    with caplog.at_level(logging.ERROR, logger="gm.game"):
+        story = run(play())
+    [logged] = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert "the memory keeper failed on story" in logged.getMessage() and logged.exc_info is not None
+    assert "a bug in the keeper's database work" in str(logged.exc_info[1])
+    assert [r.number for r in store.unremembered(story)] == [1]  # left for a later round, not lost
