@@ -19,7 +19,7 @@ a statement cost several times the statement itself. Statements with an expandin
 (`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
 
 On PostgreSQL a transaction a batch opens for work handed over with `durable=False` (`Store.off_loop`:
-a round's opening) commits with `synchronous_commit` off, asked for in the
+a round's opening, the memory keeper's notes) commits with `synchronous_commit` off, asked for in the
 same round trip: its commit does not wait for the server's log to reach the disk, which the next
 synced commit (the round's roll, or the round itself) brings about anyway, the log being written in
 order (README, "Durability").

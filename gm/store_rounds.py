@@ -215,10 +215,13 @@ class RoundTables(Tables):
     def fold_summary(self, story_id: str, summary: str, through: int, calls: Sequence[ModelCall] = ()) -> None:
         """Fold the memories through round `through` into the running summary, with the call that wrote it."""
         with self.transaction() as connection:
-            folded = connection.execute(_FOLD, {"story": story_id, "folded": summary, "through": through})
+            batch = Batch(connection)  # with the BEGIN: on PostgreSQL one round trip before the commit
+            folded = batch.add(_FOLD, {"story": story_id, "folded": summary, "through": through})
+            if calls:
+                batch.add(CALLS_INSERT, [values_of(call) for call in calls])
+            batch.send()
             if folded.rowcount == 0:
                 raise StoryNotFound(story_id)
-            insert_calls(connection, calls)
 
     def add_model_calls(self, calls: Sequence[ModelCall]) -> None:
         with self.transaction() as connection:

@@ -17,7 +17,7 @@ from gm.records import Attempt, MemoryEntry, RoundRecord, Story
 from gm.store import Store
 from gm.store_batch import Batch
 from gm.store_rounds import memories_between, newest_rounds, newest_rounds_queued
-from gm.store_tables import table_of, values_of
+from gm.store_tables import StoryNotFound, table_of, values_of
 
 STORIES = table_of(Story)
 
@@ -145,6 +145,17 @@ def test_on_postgresql_the_keepers_notes_are_two_round_trips_and_a_stale_one_is_
         written = {entry.round_number: entry.summary for entry in memories_between(connection, story_id, 0)}
     assert written == {1: "Summary 1.", 3: "Summary 3."}
     assert [record.memory_written for record in postgres_store.rounds(story_id)] == [True, False, True]
+
+
+def test_on_postgresql_a_fold_is_two_round_trips_and_refuses_a_story_that_is_not_there(postgres_store: Store) -> None:
+    story_id = a_story_with_rounds(postgres_store, 2)
+    with round_trips(postgres_store) as counted:
+        asyncio.run(postgres_store.off_loop(postgres_store.fold_summary, story_id, "So far: rain.", 2, durable=False))
+    assert counted == [2]  # the fold with the BEGIN, then the COMMIT
+    story = postgres_store.story(story_id)
+    assert (story.summary, story.summary_through) == ("So far: rain.", 2)
+    with pytest.raises(StoryNotFound):
+        postgres_store.fold_summary("0" * 32, "So far: nothing.", 1)
 
 
 def test_on_postgresql_a_result_is_read_only_once_its_batch_is_sent(postgres_store: Store) -> None:
