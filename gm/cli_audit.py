@@ -61,7 +61,9 @@ def add_audit_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_audit(arguments: argparse.Namespace) -> int:
-    if (arguments.story is None) == (arguments.file is None):
+    if arguments.story is None and arguments.file is None:
+        raise AuditCommandError("name a story (gm audit STORY) or a transcript file (gm audit --file FILE)")
+    if arguments.story is not None and arguments.file is not None:
         raise AuditCommandError("name a story (gm audit STORY) or a transcript file (gm audit --file FILE), not both")
     if arguments.file is not None:
         checked = read_transcript(arguments.file)

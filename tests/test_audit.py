@@ -260,9 +260,19 @@ def test_a_file_that_is_not_a_transcript_is_one_line(
     assert err.count("\n") == 1 and words in err and "\x1b" not in err, err
 
 
-def test_the_command_line_needs_a_story_or_a_file(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["audit"]) == 2
-    assert "name a story (gm audit STORY) or a transcript file" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ([], "name a story (gm audit STORY) or a transcript file (gm audit --file FILE)\n"),
+        (["abcdef123456", "--file", "story.json"], "(gm audit --file FILE), not both\n"),
+    ],
+    ids=["neither", "both"],
+)
+def test_the_command_line_needs_a_story_or_a_file(
+    arguments: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["audit", *arguments]) == 2
+    assert capsys.readouterr().err.endswith(said)
 
 
 def test_what_a_transcript_file_says_reaches_the_terminal_escaped(
