@@ -83,17 +83,14 @@ class Group:
             # SQLAlchemy's record of the transaction first (on SQLite its begin sends nothing), then the BEGIN
             # itself, straight to the driver: through `exec_driver_sql` it cost several times the statement.
             self.connection.begin()
-            driver: Any = self.connection.connection.driver_connection
             try:
                 if not self.durable and not self.relaxed:
-                    driver.execute("PRAGMA synchronous=NORMAL")  # outside the transaction, for its commit
+                    _on_driver(self.connection, "PRAGMA synchronous=NORMAL")  # outside the transaction, for its commit
                     self.relaxed = True
-                driver.execute("BEGIN IMMEDIATE")
-            except self.connection.dialect.loaded_dbapi.Error as error:
+                _on_driver(self.connection, "BEGIN IMMEDIATE")
+            except DBAPIError:
                 self.connection.rollback()
-                raise DBAPIError.instance(
-                    "BEGIN IMMEDIATE", None, error, self.connection.dialect.loaded_dbapi.Error
-                ) from error
+                raise
         return self.connection
 
     @contextmanager
