@@ -46,6 +46,7 @@ from gm.workers import DURABLE
 
 Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is not imported where only SQLite is used)
+_TUPLES_OK = 2  # psycopg.pq.ExecStatus.TUPLES_OK: a result that holds rows, none perhaps
 
 
 @dataclass
@@ -138,13 +139,23 @@ class Batch:
             if self.connection.dialect.is_disconnect(error, driver, None):
                 self.connection.invalidate(error)
             raise DBAPIError.instance(None, None, error, self.connection.dialect.loaded_dbapi.Error) from error
+        encoding = driver.info.encoding
         for cursor, (_, _, sent) in zip(cursors, queued, strict=True):
-            if cursor.description is not None:
-                sent.columns = [column.name for column in cursor.description]
+            if (names := _column_names(cursor.pgresult, encoding)) is not None:
+                sent.columns = names
                 sent.rows = cursor.fetchall()
             sent.rowcount = cursor.rowcount
             sent.done = True
             cursor.close()
+
+
+def _column_names(result: Any, encoding: str) -> list[str] | None:
+    """The names of the columns a statement's result holds, or None where it returned no rows: what psycopg's
+    `Cursor.description` says, read without the `Column` objects it builds each time it is asked (a sixth of a
+    PostgreSQL database thread's CPU under 1,000 players in bench/serve_bench.py, a py-spy profile)."""
+    if not result or not (result.nfields or result.status == _TUPLES_OK):
+        return None
+    return [result.fname(index).decode(encoding) for index in range(result.nfields)]
 
 
 def _can_pipeline(connection: Connection) -> bool:
