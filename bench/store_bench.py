@@ -378,6 +378,8 @@ def main() -> None:
         return
     if arguments.databases is None:
         arguments.databases = ["sqlite"] + (["postgresql"] if os.environ.get("GM_TEST_POSTGRES_URL") else [])
+    elif "postgresql" in arguments.databases and not os.environ.get("GM_TEST_POSTGRES_URL"):
+        parser.error("--databases postgresql needs GM_TEST_POSTGRES_URL: a server it may create databases on")
     trees = {"this tree": (sys.executable, HERE)}
     if arguments.baseline:
         base = arguments.baseline.resolve()
