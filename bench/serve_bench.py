@@ -319,6 +319,11 @@ def table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def ratio(new: float, old: float) -> str:
+    """`new / old` as a ratio, or a dash where `old` played no round (every round given up on)."""
+    return f"{new / old:.2f}x" if old else "-"
+
+
 def scaling_table(results: Sequence[Result], processes: int) -> str:
     lines = [
         f"| variant | database | scenario | 1 process: rounds/s | {processes} processes: rounds/s | scaling "
@@ -334,7 +339,7 @@ def scaling_table(results: Sequence[Result], processes: int) -> str:
         )
         lines.append(
             f"| {many.variant} | {many.database} | {many.kind}, {many.clients:,} | {rate(one):.1f} | {rate(many):.1f} "
-            f"| {rate(many) / rate(one) if rate(one) else float('nan'):.2f}x | {ms(percentile(one.added()[0], 0.99))} "
+            f"| {ratio(rate(many), rate(one))} | {ms(percentile(one.added()[0], 0.99))} "
             f"| {ms(percentile(many.added()[0], 0.99))} |"
         )
     return "\n".join(lines)
@@ -351,11 +356,11 @@ def comparison_table(results: Sequence[Result]) -> str:
         before = next(
             (r for r in results if r.variant == "before" and (r.database, r.processes, r.kind, r.clients) == key), None
         )
-        if before is None or not rate(before):
+        if before is None:
             continue
         lines.append(
             f"| {after.database} | {after.processes} | {after.kind}, {after.clients:,} | {rate(before):.1f} "
-            f"| {rate(after):.1f} | {rate(after) / rate(before):.2f}x | {ms(percentile(before.added()[0], 0.99))} "
+            f"| {rate(after):.1f} | {ratio(rate(after), rate(before))} | {ms(percentile(before.added()[0], 0.99))} "
             f"| {ms(percentile(after.added()[0], 0.99))} | {ms(percentile(before.probe, 0.99))} "
             f"| {ms(percentile(after.probe, 0.99))} |"
         )
