@@ -30,8 +30,8 @@ connection's write (another process, or a thread outside the group) waits for th
 the busy timeout rather than making the group's first write fail. Idle, the thread ends after
 `IDLE_SECONDS` and a new one starts with the next work, so an engine no longer used leaves no thread.
 
-Measured (bench/serve_bench.py, 1,000 players on SQLite; the figures are in the README's Performance
-section): a group held a few pieces of work under load and one at a time when quiet.
+Measured (bench/serve_bench.py, 1,000 players on SQLite): a group held a few pieces of work under load
+and one at a time when quiet.
 """
 
 from __future__ import annotations

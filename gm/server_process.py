@@ -26,7 +26,7 @@ does only after the switch interval: 5 ms by default, several times per database
 then spent 4 to 5 times its CPU time in wall time, and the one SQLite thread became the server's
 bottleneck. `SWITCH_SECONDS` (0.5 ms) makes the loop hand over sooner: in bench/serve_bench.py, 100
 stories played back to back on SQLite made 1.5 times as many rounds a second (two runs of each,
-alternating, on a loaded machine; the README's Performance section has the figures on a quiet one).
+alternating, on a loaded machine).
 
 A library user's process is left as it is: a developer embedding `Game` in a long-lived server calls
 `tune_server_process()` at start-up, once the app is built.

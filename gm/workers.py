@@ -41,7 +41,9 @@ T = TypeVar("T")
 # thread a third as long, and 2 threads play as many rounds as 4 with fewer hand-offs of the GIL: two
 # side-by-side runs under 1,000 players, probe p99 63 / 68 ms (2 threads) against 178 / 126 ms (4), added
 # p50 177 / 188 against 577 / 402 ms; 100 stories back to back, 87.8 against 81.5 rounds/s. A database far
-# away (each round trip a millisecond or more) keeps a thread longer a job: more threads may then pay.
+# away (each round trip a millisecond or more) keeps a thread longer a job: more threads may then pay. Tried
+# again later, six side-by-side runs under 1,000 players on PostgreSQL: 4 threads did better in 4 of them, worse
+# in 2, with medians of the added p99 of 698 against 715 ms: no steady difference (bench/HISTORY.md).
 SERVER_THREADS = 2
 BACKGROUND_LANES = SERVER_THREADS // 2  # of them, background work may hold at most this many (see `Workers`)
 
