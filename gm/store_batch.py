@@ -151,7 +151,7 @@ class Batch:
 
 def _column_names(result: Any, encoding: str) -> list[str] | None:
     """The names of the columns a statement's result holds, or None where it returned no rows: what psycopg's
-    `Cursor.description` says, read without the `Column` objects it builds each time it is asked (a sixth of a
+    `Cursor.description` says, read without the `Column` objects it builds each time it is asked (an eighth of a
     PostgreSQL database thread's CPU under 1,000 players in bench/serve_bench.py, a py-spy profile)."""
     if not result or not (result.nfields or result.status == _TUPLES_OK):
         return None

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, select
+from sqlalchemy import event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from gm.records import Attempt, MemoryEntry, RoundRecord, Story
@@ -59,6 +59,21 @@ def test_a_batch_reads_what_connection_execute_reads(store: Store) -> None:
     assert [record.number for record in batched] == [1, 2, 3]
     assert [record.model_dump() for record in batched] == [record.model_dump() for record in executed]
     assert [record.clock for record in batched] == [90, None, 270] and batched[0].judgement == {"verdicts": []}
+
+
+def test_a_batch_reads_the_shape_of_a_result_as_connection_execute_does(store: Store) -> None:
+    """An empty read still names its columns, labels included; a write that returns nothing has no columns and
+    counts its rows (on PostgreSQL read off libpq's result, not psycopg's description)."""
+    a_story_with_rounds(store, 1)
+    empty = select(STORIES.c.id, STORIES.c.title.label("named")).where(STORIES.c.id == "none")
+    retitle = update(STORIES).values(title="renamed")
+    with store.transaction() as connection:
+        batch = Batch(connection)
+        read, written = batch.add(empty, {}), batch.add(retitle, {})
+        batch.send()
+        executed_read, executed_write = connection.execute(empty), connection.execute(retitle)
+        assert (read.columns, read.rows) == (list(executed_read.keys()), []) == (["id", "named"], [])
+        assert (written.columns, written.rows, written.rowcount) == ([], [], executed_write.rowcount) == ([], [], 1)
 
 
 def test_a_failing_statement_in_a_batch_leaves_nothing_of_its_transaction(store: Store) -> None:
