@@ -41,12 +41,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import Executable, TextClause
 
+from gm import store_pipeline
 from gm.lru import LRU
 from gm.workers import DURABLE
 
 Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is not imported where only SQLite is used)
-_TUPLES_OK = 2  # psycopg.pq.ExecStatus.TUPLES_OK: a result that holds rows, none perhaps
 
 
 @dataclass
@@ -117,45 +117,27 @@ class Batch:
             return
         driver = self.connection.connection.driver_connection
         assert driver is not None
-        opening = _open_here(self.connection, driver)
-        cursors = []
+        statements = [_prepared(self.connection, statement, parameters) for statement, parameters, _ in queued]
+        opening = [begin] if (begin := _open_here(self.connection, driver)) else []
+        if opening and not DURABLE.get():  # work a power cut may lose with no harm (`Store.off_loop(durable=False)`)
+            opening.append(b"SET LOCAL synchronous_commit TO OFF")
+        dbapi_error = self.connection.dialect.loaded_dbapi.Error
         try:
-            with driver.pipeline():
-                if opening:
-                    driver.execute(opening)
-                    if not DURABLE.get():  # work a power cut may lose with no harm (`Store.off_loop(durable=False)`)
-                        driver.execute(b"SET LOCAL synchronous_commit TO OFF")
-                for statement, parameters, _ in queued:
-                    sql, rows = _prepared(self.connection, statement, parameters)
-                    cursor = driver.cursor()
-                    if isinstance(parameters, Mapping):
-                        cursor.execute(sql, rows[0])
-                    else:
-                        cursor.executemany(sql, rows)
-                    cursors.append(cursor)
-                if commit:
-                    driver.execute(b"COMMIT")
-        except self.connection.dialect.loaded_dbapi.Error as error:
-            if self.connection.dialect.is_disconnect(error, driver, None):
+            outcomes = store_pipeline.send(driver, statements, opening=opening, commit=commit)
+        except dbapi_error as error:
+            gone = bool(driver.closed or self.connection.dialect.is_disconnect(error, driver, None))
+            if gone:  # the pool replaces the connection; the caller's block rolls back the rest
                 self.connection.invalidate(error)
-            raise DBAPIError.instance(None, None, error, self.connection.dialect.loaded_dbapi.Error) from error
-        encoding = driver.info.encoding
-        for cursor, (_, _, sent) in zip(cursors, queued, strict=True):
-            if (names := _column_names(cursor.pgresult, encoding)) is not None:
-                sent.columns = names
-                sent.rows = cursor.fetchall()
-            sent.rowcount = cursor.rowcount
+            raise DBAPIError.instance(None, None, error, dbapi_error, connection_invalidated=gone) from error
+        except BaseException:
+            if driver.closed:  # closed with its pipeline half-read (gm.store_pipeline): the pool replaces it
+                self.connection.invalidate()
+            raise
+        for outcome, (_, _, sent) in zip(outcomes, queued, strict=True):
+            if outcome.columns is not None:
+                sent.columns, sent.rows = outcome.columns, outcome.rows
+            sent.rowcount = outcome.rowcount
             sent.done = True
-            cursor.close()
-
-
-def _column_names(result: Any, encoding: str) -> list[str] | None:
-    """The names of the columns a statement's result holds, or None where it returned no rows: what psycopg's
-    `Cursor.description` says, read without the `Column` objects it builds each time it is asked (an eighth of a
-    PostgreSQL database thread's CPU under 1,000 players in bench/serve_bench.py, a py-spy profile)."""
-    if not result or not (result.nfields or result.status == _TUPLES_OK):
-        return None
-    return [result.fname(index).decode(encoding) for index in range(result.nfields)]
 
 
 def _can_pipeline(connection: Connection) -> bool:

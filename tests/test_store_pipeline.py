@@ -1,0 +1,145 @@
+"""A batch sent through libpq's pipeline on PostgreSQL (gm.store_pipeline): SQLAlchemy's placeholders rewritten as
+PostgreSQL's, and what a batch leaves behind when a statement fails, a value cannot be written, or the server
+goes away (the connection usable again, or replaced)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import bindparam, insert, literal_column, select, text, update
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError, ProgrammingError
+
+from gm.records import Story
+from gm.store import Store
+from gm.store_batch import Batch
+from gm.store_pipeline import numbered
+from gm.store_tables import table_of, values_of
+
+STORIES = table_of(Story)
+
+
+def test_placeholders_become_postgresqls_a_name_used_twice_is_one_parameter() -> None:
+    found = numbered("SELECT %(a)s, %(b_1)s WHERE x LIKE 'a%%' AND y = %(a)s", "utf-8")
+    assert found.sql == b"SELECT $1, $2 WHERE x LIKE 'a%' AND y = $1"
+    assert found.names == ("a", "b_1")
+    assert numbered("SELECT 'é' || %(n)s", "latin-1").sql == "SELECT 'é' || $1".encode("latin-1")
+
+
+def test_a_lone_percent_is_refused_with_where_it_stands() -> None:
+    with pytest.raises(ValueError, match="a lone '%' at character 13"):
+        numbered("SELECT 1 WH % 2", "utf-8")
+
+
+@pytest.fixture
+def postgres_store(store: Store) -> Store:
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("libpq's pipeline: PostgreSQL only")
+    return store
+
+
+def titles(store: Store) -> list[str]:
+    with store.reading() as connection:
+        return list(connection.execute(select(STORIES.c.title).order_by(STORIES.c.title)).scalars())
+
+
+def test_a_failing_statement_raises_psycopgs_error_and_the_connection_serves_the_next_transaction(
+    postgres_store: Store,
+) -> None:
+    with postgres_store.transaction() as connection:
+        used = connection.connection.driver_connection
+        with pytest.raises(DataError, match="division by zero"):
+            batch = Batch(connection)
+            batch.add(insert(STORIES), values_of(Story(title="lost", world_data={}, settings={})))
+            batch.add(select(literal_column("1") / (literal_column("0") * bindparam("n"))), {"n": 1})
+            batch.add(insert(STORIES), values_of(Story(title="skipped", world_data={}, settings={})))
+            batch.send(commit=True)
+        connection.rollback()
+    with postgres_store.transaction() as connection:
+        assert connection.connection.driver_connection is used  # not closed: the pool handed it out again
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="kept", world_data={}, settings={})))
+        batch.send(commit=True)
+    assert titles(postgres_store) == ["kept"]
+
+
+def test_a_value_psycopg_cannot_write_is_refused_before_anything_is_sent(postgres_store: Store) -> None:
+    with pytest.raises(ProgrammingError, match="cannot adapt"), postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="first", world_data={}, settings={})))
+        batch.add(text("SELECT :thing"), {"thing": object()})
+        batch.send(commit=True)
+    assert titles(postgres_store) == []
+    with postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="after", world_data={}, settings={})))
+        batch.send()
+    assert titles(postgres_store) == ["after"]
+
+
+def test_a_statement_run_for_several_sets_counts_the_rows_of_all_as_connection_execute_does(
+    postgres_store: Store,
+) -> None:
+    made = [Story(title=title, world_data={}, settings={}) for title in ("a", "b", "c")]
+    renamed = update(STORIES).where(STORIES.c.id == bindparam("story")).values(title=bindparam("new"))
+    with postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        written = batch.add(insert(STORIES), [values_of(story) for story in made])
+        batch.send()
+        sets = [{"story": made[0].id, "new": "A"}, {"story": "none", "new": "-"}, {"story": made[2].id, "new": "C"}]
+        renamed_sets = batch.add(renamed, sets)
+        batch.send()
+        executed = connection.execute(renamed, [{"story": made[1].id, "new": "B"}, {"story": "none", "new": "-"}])
+    assert (written.rowcount, written.columns, written.rows) == (3, [], [])
+    assert renamed_sets.rowcount == 2 and executed.rowcount == 1
+    assert titles(postgres_store) == ["A", "B", "C"]
+
+
+def test_a_server_that_goes_away_mid_batch_costs_that_connection_only(postgres_store: Store) -> None:
+    with pytest.raises(DBAPIError) as raised, postgres_store.transaction() as connection:
+        dropped = connection.connection.driver_connection
+        assert dropped is not None
+        with postgres_store.reading() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": dropped.info.backend_pid})
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="lost", world_data={}, settings={})))
+        batch.send(commit=True)
+    assert isinstance(raised.value, OperationalError) and raised.value.connection_invalidated
+    assert titles(postgres_store) == []
+    with postgres_store.transaction() as connection:
+        assert connection.connection.driver_connection is not dropped
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="after", world_data={}, settings={})))
+        batch.send(commit=True)
+    assert titles(postgres_store) == ["after"]
+
+
+def test_a_batch_that_fails_while_its_results_are_read_closes_its_connection_for_the_pool_to_replace(
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Results left unread in libpq's pipeline would be read as the next transaction's: that connection is never
+    used again (here the failure is made, after the batch is written)."""
+    import gm.store_pipeline
+
+    exchange = gm.store_pipeline._exchange
+
+    def failing(pgconn: object) -> object:
+        while pgconn.flush():  # type: ignore[attr-defined]
+            yield 3
+        raise RuntimeError("interrupted")
+        yield from exchange(pgconn)
+
+    monkeypatch.setattr(gm.store_pipeline, "_exchange", failing)
+    with pytest.raises(RuntimeError, match="interrupted"), postgres_store.transaction() as connection:
+        used = connection.connection.driver_connection
+        assert used is not None
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="lost", world_data={}, settings={})))
+        batch.send()  # (with its COMMIT the server would have committed it: the client failed, not the server)
+    assert used.closed
+    monkeypatch.setattr(gm.store_pipeline, "_exchange", exchange)
+    assert titles(postgres_store) == []
+    with postgres_store.transaction() as connection:
+        assert connection.connection.driver_connection is not used
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="after", world_data={}, settings={})))
+        batch.send(commit=True)
+    assert titles(postgres_store) == ["after"]
