@@ -162,9 +162,12 @@ def _open_here(connection: Connection, driver: Any) -> bytes | None:
     the batch's first statement. The transaction is the same: psycopg's commit and rollback (the block's
     end) send COMMIT or ROLLBACK to a transaction the server says is open, autocommit or not, and the
     connection is switched back as it returns to the pool (`reset_batched_connections`). A connection
-    already in autocommit (`Tables.reading` on PostgreSQL) gets no BEGIN: its statements commit each.
+    in autocommit of its own (`Tables.reading` on PostgreSQL) gets no BEGIN: its statements commit each; one
+    a batch switched, held by its caller for another transaction, gets one again.
     """
-    if driver.autocommit or driver.info.transaction_status != IDLE:
+    if driver.info.transaction_status != IDLE:
+        return None
+    if driver.autocommit and not connection.connection.info.get(_OPENED_HERE):
         return None
     driver.autocommit = True
     connection.connection.info[_OPENED_HERE] = True

@@ -202,6 +202,25 @@ def test_on_postgresql_the_next_transaction_on_a_connection_a_batch_opened_is_a_
         assert connection.execute(select(STORIES.c.title)).scalars().all() == ["kept"]
 
 
+def test_on_postgresql_a_connection_held_for_another_transaction_has_its_batch_open_that_one_too(
+    postgres_store: Store,
+) -> None:
+    """The first batch switched the connection to autocommit, and the pool, which switches it back, never had it
+    meanwhile: the second transaction's batch still sends its BEGIN, so the block's rollback undoes it."""
+    with postgres_store.engine.connect() as connection:
+        with connection.begin():
+            batch = Batch(connection)
+            batch.add(insert(STORIES), a_story("kept"))
+            batch.send()
+        with pytest.raises(ZeroDivisionError), connection.begin():
+            batch = Batch(connection)
+            batch.add(insert(STORIES), a_story("lost"))
+            batch.send()
+            raise ZeroDivisionError
+    with postgres_store.reading() as connection:
+        assert connection.execute(select(STORIES.c.title)).scalars().all() == ["kept"]
+
+
 def test_without_a_pipeline_mode_a_batch_on_postgresql_runs_each_statement_as_it_is_added(
     postgres_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
