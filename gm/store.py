@@ -103,7 +103,9 @@ def make_engine(url: str) -> Engine:
         # A connection a restarted server dropped becomes a new one at checkout, rather than a failed round,
         # found without pool_pre_ping's round trip (gm.pgpool).
         pool = {"pool_size": SERVER_THREADS, "max_overflow": APP_CONNECTIONS}
-        server_engine = create_engine(url, hide_parameters=True, **pool)
+        # psycopg prepares no statement of its own: gm.store_pipeline prepares a round's, and psycopg's would have
+        # it deallocate them all at every rollback.
+        server_engine = create_engine(url, hide_parameters=True, connect_args={"prepare_threshold": None}, **pool)
         drop_closed_connections(server_engine)
         reset_batched_connections(server_engine)
         return server_engine

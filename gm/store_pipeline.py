@@ -10,14 +10,20 @@ it), the statements queued on libpq (`PGconn.send_query_params`) and sent with t
 their results read with the same adapters; an error is psycopg's own, built from the result as a cursor
 builds it. A micro-benchmark of five statements: about half the CPU of psycopg's pipeline (bench/HISTORY.md).
 
-Statements go unnamed: the server parses each as it comes (psycopg prepares a statement after its fifth run on
-a connection). That leaves nothing on a connection that a pooler in transaction mode (PgBouncer) could hand to
-another client, and nothing to go stale when a migration changes a table.
+Each statement is prepared on a connection the first time it runs there (its Parse rides in the same batch)
+and runs by name after that, so the server plans it once: sent unnamed, parsed and planned each time, a round
+took 10 to 20% more wall time than through psycopg (which prepares a statement after its fifth run) in
+bench/store_bench.py. That is done only where psycopg prepares nothing itself (`prepare_threshold` None, as
+`gm.store.make_engine` makes its connections): psycopg sends DEALLOCATE ALL at a rollback once it has prepared
+a statement of its own, which would take gm's with it. Behind PgBouncer in transaction mode, prepared
+statements need PgBouncer 1.21 or later with `max_prepared_statements` set (README, "Several processes").
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +34,7 @@ from gm.lru import LRU
 # result's status (psycopg.pq.ExecStatus); written out so that where only SQLite is used psycopg is not imported.
 _WAIT_R, _WAIT_RW = 1, 3
 _READY_R = 1
-_TUPLES_OK, _FATAL_ERROR, _PIPELINE_SYNC = 2, 7, 10
+_COMMAND_OK, _TUPLES_OK, _FATAL_ERROR, _PIPELINE_SYNC = 1, 2, 7, 10
 
 # SQLAlchemy's pyformat placeholders, `%(name)s`, and its escaped `%`, `%%`; a `%` alone is neither.
 _PLACEHOLDER = re.compile(r"%\((?P<name>[^)]+)\)s|%%|%")
@@ -78,6 +84,10 @@ class Outcome:
     rowcount: int = -1
 
 
+Query = tuple[bytes, Any, tuple[int, ...], Any]  # SQL, dumped values (None: a command), their types and formats
+Key = tuple[bytes, tuple[int, ...]]  # a prepared statement's: its SQL and its parameters' types
+
+
 def send(
     driver: Any,
     statements: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
@@ -91,36 +101,111 @@ def send(
     The first statement that fails raises psycopg's error for it, as a cursor would, and the server skips the
     rest, the COMMIT included: the transaction is left failed, for the caller to roll back. Everything is
     dumped before anything is sent, so a value psycopg cannot write raises with nothing sent."""
-    from psycopg import errors
-    from psycopg.adapt import PyFormat, Transformer
+    from psycopg.adapt import Transformer
 
     encoding = driver.info.encoding
     transformer = Transformer(driver)
-    queries: list[tuple[bytes, Any, Any, Any]] = [(command, None, None, None) for command in opening]
-    for sql, parameter_sets in statements:
-        plan = numbered(sql, encoding)
-        formats = [PyFormat.AUTO] * len(plan.names)  # each value's type as a cursor chooses it
-        for values in parameter_sets:
-            dumped = transformer.dump_sequence([values[name] for name in plan.names], formats)
-            queries.append((plan.sql, dumped, transformer.types, transformer.formats))
+    queries: list[Query] = [(command, None, (), None) for command in opening]
+    queries += _dumped(transformer, statements, encoding)
     if commit:
-        queries.append((b"COMMIT", None, None, None))
+        queries.append((b"COMMIT", None, (), None))
+    known = _prepared_on(driver)
     pgconn = driver.pgconn
     with driver.lock:
         pgconn.enter_pipeline_mode()
         try:
-            for sql_bytes, dumped, types, formats in queries:
-                pgconn.send_query_params(sql_bytes, dumped, param_types=types, param_formats=formats)
+            parses = _queue(pgconn, queries, known)
             pgconn.pipeline_sync()
             results = driver.wait(_exchange(pgconn))
         except BaseException:
             driver.close()  # a pipeline left half-read cannot be used again: the pool replaces the connection
             raise
         pgconn.exit_pipeline_mode()
+    results = _settled(results, parses, known, encoding)
+    return _outcomes(transformer, results[len(opening) :], statements, encoding)
+
+
+def _dumped(
+    transformer: Any, statements: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], encoding: str
+) -> list[Query]:
+    """Each statement's SQL with PostgreSQL's placeholders and each set of its values dumped as a cursor dumps them."""
+    from psycopg.adapt import PyFormat
+
+    queries: list[Query] = []
+    for sql, parameter_sets in statements:
+        plan = numbered(sql, encoding)
+        formats = [PyFormat.AUTO] * len(plan.names)  # each value's type as a cursor chooses it
+        for values in parameter_sets:
+            dumped = transformer.dump_sequence([values[name] for name in plan.names], formats)
+            queries.append((plan.sql, dumped, tuple(transformer.types or ()), transformer.formats))
+    return queries
+
+
+def _queue(pgconn: Any, queries: Sequence[Query], known: _Prepared | None) -> dict[Key, tuple[int, bytes]]:
+    """Queue the queries on libpq, each statement by its prepared name (with its Parse first, the first time it
+    comes); the Parses queued, with where each one's result comes among the batch's results."""
+    parses: dict[Key, tuple[int, bytes]] = {}
+    position = 0  # of the next result
+    for sql, dumped, types, formats in queries:
+        name = None
+        if known is not None and dumped is not None:
+            key = (sql, types)
+            name = known.names.get(key) or (parses[key][1] if key in parses else None)
+            if name is None and len(known.names) + len(parses) < PREPARED_PER_CONNECTION:
+                name, known.made = b"_gm_%d" % known.made, known.made + 1  # never given twice
+                pgconn.send_prepare(name, sql, param_types=types)
+                parses[key] = (position, name)
+                position += 1
+        if name is None:
+            pgconn.send_query_params(sql, dumped, param_types=types, param_formats=formats)
+        else:
+            pgconn.send_query_prepared(name, dumped, param_formats=formats)
+        position += 1
+    return parses
+
+
+def _settled(
+    results: list[Any], parses: dict[Key, tuple[int, bytes]], known: _Prepared | None, encoding: str
+) -> list[Any]:
+    """The statements' results, once the Parses that succeeded are kept as prepared (even in a transaction that then
+    failed: a prepared statement outlives it) and the first error is raised (a Parse's is its statement's)."""
+    from psycopg import errors
+
+    if known is not None:
+        for key, (position, name) in parses.items():
+            if results[position].status == _COMMAND_OK:
+                known.names[key] = name
     for result in results:
         if result.status == _FATAL_ERROR:
             raise errors.error_from_result(result, encoding=encoding)
-    return _outcomes(transformer, results[len(opening) :], statements, encoding)
+    parsed = {position for position, _ in parses.values()}
+    return [result for position, result in enumerate(results) if position not in parsed]
+
+
+@dataclass
+class _Prepared:
+    """The statements prepared on one connection, named by their SQL and their parameters' types (as psycopg keys
+    its own: a parameter's type is part of the statement PostgreSQL plans)."""
+
+    names: dict[tuple[bytes, tuple[int, ...]], bytes] = field(default_factory=dict)
+    made: int = 0  # names given so far, a Parse that failed included
+
+
+PREPARED_PER_CONNECTION = 128  # past this, statements go unnamed: a bound for a caller that builds them as it goes
+_prepared: weakref.WeakKeyDictionary[Any, _Prepared] = weakref.WeakKeyDictionary()
+_prepared_lock = threading.Lock()
+
+
+def _prepared_on(driver: Any) -> _Prepared | None:
+    """What gm prepared on `driver`, or None where it must prepare nothing: where psycopg prepares statements of
+    its own (`prepare_threshold` not None), for it deallocates every statement of the connection at a rollback."""
+    if driver.prepare_threshold is not None:
+        return None
+    with _prepared_lock:
+        found = _prepared.get(driver)
+        if found is None:
+            found = _prepared[driver] = _Prepared()
+        return found
 
 
 def _exchange(pgconn: Any) -> Generator[int, int, list[Any]]:

@@ -5,7 +5,7 @@ goes away (the connection usable again, or replaced)."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import bindparam, insert, literal_column, select, text, update
+from sqlalchemy import Connection, bindparam, insert, literal_column, select, text, update
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError, ProgrammingError
 
 from gm.records import Story
@@ -143,3 +143,97 @@ def test_a_batch_that_fails_while_its_results_are_read_closes_its_connection_for
         batch.add(insert(STORIES), values_of(Story(title="after", world_data={}, settings={})))
         batch.send(commit=True)
     assert titles(postgres_store) == ["after"]
+
+
+def prepared_here(connection: Connection) -> list[str]:
+    """The statements gm prepared on this connection's server session, as PostgreSQL lists them."""
+    found = connection.exec_driver_sql("SELECT statement FROM pg_prepared_statements WHERE name LIKE '\\_gm\\_%%'")
+    return sorted(found.scalars())
+
+
+def test_a_statement_is_prepared_on_its_connection_once_and_runs_by_name_after(postgres_store: Store) -> None:
+    titled = select(STORIES.c.title).where(STORIES.c.id == bindparam("story"))
+    with postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        story = Story(title="first", world_data={}, settings={})
+        batch.add(insert(STORIES), values_of(story))
+        batch.add(titled, {"story": story.id})
+        batch.send()
+        assert len(prepared_here(connection)) == 2
+        for _ in range(3):
+            read = batch.add(titled, {"story": story.id})
+            batch.send()
+            assert read.scalar() == "first"
+        assert len(prepared_here(connection)) == 2
+
+
+def test_a_statement_that_fails_to_parse_is_not_taken_for_prepared(postgres_store: Store) -> None:
+    broken, fine = text("SELEC :n"), text("SELECT CAST(:n AS integer) + 1")
+    for _ in range(2):  # the second time, were the first taken for prepared, PostgreSQL would not know its name
+        with pytest.raises(ProgrammingError, match="syntax error"), postgres_store.transaction() as connection:
+            batch = Batch(connection)
+            batch.add(fine, {"n": 1})
+            batch.add(broken, {"n": 1})
+            batch.send()
+    with postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        read = batch.add(fine, {"n": 2})
+        batch.send()
+        assert read.scalar() == 3
+        assert prepared_here(connection) == ["SELECT CAST($1 AS integer) + 1"]  # prepared in a failed transaction
+
+
+def test_statements_gm_prepared_outlive_a_rollback_on_its_connection(postgres_store: Store) -> None:
+    """psycopg deallocates every prepared statement at a rollback once it has prepared one of its own; gm's engines
+    have it prepare none, so what gm prepared stays, and is found again by name."""
+    story = postgres_store.create_story(Story(title="kept", world_data={}, settings={}))
+    titled = select(STORIES.c.title).where(STORIES.c.id == bindparam("story"))
+    with postgres_store.engine.connect() as connection:
+
+        def read() -> str:
+            with connection.begin():
+                batch = Batch(connection)
+                found = batch.add(titled, {"story": story.id})
+                batch.send()
+                return str(found.scalar())
+
+        assert read() == "kept"
+        with pytest.raises(ZeroDivisionError), connection.begin():
+            batch = Batch(connection)
+            batch.add(titled, {"story": story.id})
+            batch.send()  # the batch opens the transaction, as a round's opening does
+            for _ in range(6):  # past psycopg's default prepare_threshold (5)
+                connection.execute(titled, {"story": story.id}).all()
+            raise ZeroDivisionError
+        assert read() == "kept"
+        assert prepared_here(connection) == [numbered(str(titled.compile(connection)), "utf-8").sql.decode()]
+
+
+def test_where_psycopg_prepares_statements_itself_gm_prepares_none(postgres_store: Store) -> None:
+    with postgres_store.transaction() as connection:
+        driver = connection.connection.driver_connection
+        assert driver is not None and driver.prepare_threshold is None  # as gm's engines make them
+        driver.prepare_threshold = 5  # psycopg's default
+        try:
+            for _ in range(2):
+                batch = Batch(connection)
+                read = batch.add(text("SELECT CAST(:n AS integer) * 2"), {"n": 4})
+                batch.send()
+                assert read.scalar() == 8
+            assert prepared_here(connection) == []
+        finally:
+            driver.prepare_threshold = None
+
+
+def test_past_its_bound_a_connection_runs_new_statements_unnamed(
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gm.store_pipeline
+
+    monkeypatch.setattr(gm.store_pipeline, "PREPARED_PER_CONNECTION", 1)
+    with postgres_store.transaction() as connection:
+        batch = Batch(connection)
+        sums = [batch.add(text(f"SELECT CAST(:n AS integer) + {plus}"), {"n": 1}) for plus in (1, 2, 3)]
+        batch.send()
+        assert [found.scalar() for found in sums] == [2, 3, 4]
+        assert prepared_here(connection) == ["SELECT CAST($1 AS integer) + 1"]
