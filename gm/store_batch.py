@@ -5,9 +5,9 @@ PostgreSQL each statement sent alone is a round trip to the server, and in `gm s
 lets the GIL go and waits to take it back behind the event loop and the other database threads: under
 1,000 players (bench/serve_bench.py) a PostgreSQL worker spent some 450 µs of CPU a round trip, and a
 round made 19 of them. A `Batch` queues statements (`add`) and sends what is queued at once (`send`):
-on PostgreSQL through psycopg's pipeline mode, every queued statement (and the transaction's BEGIN)
-in one round trip; on SQLite, where a statement is a call into the library, each runs as it is added
-(as on PostgreSQL where the driver has no pipeline mode: `_can_pipeline`).
+on PostgreSQL through libpq's pipeline mode (gm.store_pipeline), every queued statement (and the
+transaction's BEGIN) in one round trip; on SQLite, where a statement is a call into the library, each
+runs as it is added (as on PostgreSQL where the driver has no pipeline mode: `_can_pipeline`).
 Either way the statements run in the order added, in the caller's transaction, and each one's
 result (`Sent`) is read once the batch is sent.
 

@@ -8,7 +8,8 @@ was a fifth of the process's GIL time, most of it there. Here a batch's values a
 adapters (a `Transformer` on the connection, as each cursor makes one: a value is written as a cursor writes
 it), the statements queued on libpq (`PGconn.send_query_params`) and sent with the Sync in one write, and
 their results read with the same adapters; an error is psycopg's own, built from the result as a cursor
-builds it. A micro-benchmark of five statements: about half the CPU of psycopg's pipeline (bench/HISTORY.md).
+builds it. Five statements in a micro-benchmark took about half the CPU of psycopg's pipeline, and a round's
+database work 0.7x in bench/store_bench.py (bench/HISTORY.md, tenth session).
 
 Each statement is prepared on a connection the first time it runs there (its Parse rides in the same batch)
 and runs by name after that, so the server plans it once: sent unnamed, parsed and planned each time, a round
