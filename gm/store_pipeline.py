@@ -118,11 +118,13 @@ def send(
             parses = _queue(pgconn, queries, known)
             pgconn.pipeline_sync()
             results = driver.wait(_exchange(pgconn))
+            pgconn.exit_pipeline_mode()
         except BaseException:
             driver.close()  # a pipeline left half-read cannot be used again: the pool replaces the connection
             raise
-        pgconn.exit_pipeline_mode()
-    results = _settled(results, parses, known, encoding)
+        if known is not None:  # a Parse that succeeded is prepared, even in a transaction that then failed
+            known.names.update((key, name) for key, (at, name) in parses.items() if results[at].status == _COMMAND_OK)
+    results = _settled(results, parses, encoding)
     return _outcomes(transformer, results[len(opening) :], statements, encoding)
 
 
@@ -165,17 +167,10 @@ def _queue(pgconn: Any, queries: Sequence[Query], known: _Prepared | None) -> di
     return parses
 
 
-def _settled(
-    results: list[Any], parses: dict[Key, tuple[int, bytes]], known: _Prepared | None, encoding: str
-) -> list[Any]:
-    """The statements' results, once the Parses that succeeded are kept as prepared (even in a transaction that then
-    failed: a prepared statement outlives it) and the first error is raised (a Parse's is its statement's)."""
+def _settled(results: list[Any], parses: dict[Key, tuple[int, bytes]], encoding: str) -> list[Any]:
+    """The statements' results without the Parses', once the first error is raised (a Parse's is its statement's)."""
     from psycopg import errors
 
-    if known is not None:
-        for key, (position, name) in parses.items():
-            if results[position].status == _COMMAND_OK:
-                known.names[key] = name
     for result in results:
         if result.status == _FATAL_ERROR:
             raise errors.error_from_result(result, encoding=encoding)
