@@ -93,6 +93,16 @@ def test_a_statement_run_for_several_sets_counts_the_rows_of_all_as_connection_e
     assert titles(postgres_store) == ["A", "B", "C"]
 
 
+def the_next_transaction_writes_on_another_connection(store: Store, replaced: object) -> bool:
+    """Whether the pool hands out another connection than `replaced`, on which a batch writes and commits."""
+    with store.transaction() as connection:
+        assert connection.connection.driver_connection is not replaced
+        batch = Batch(connection)
+        batch.add(insert(STORIES), values_of(Story(title="after", world_data={}, settings={})))
+        batch.send(commit=True)
+    return titles(store) == ["after"]
+
+
 def test_a_server_that_goes_away_mid_batch_costs_that_connection_only(postgres_store: Store) -> None:
     with pytest.raises(DBAPIError) as raised, postgres_store.transaction() as connection:
         dropped = connection.connection.driver_connection
@@ -104,12 +114,7 @@ def test_a_server_that_goes_away_mid_batch_costs_that_connection_only(postgres_s
         batch.send(commit=True)
     assert isinstance(raised.value, OperationalError) and raised.value.connection_invalidated
     assert titles(postgres_store) == []
-    with postgres_store.transaction() as connection:
-        assert connection.connection.driver_connection is not dropped
-        batch = Batch(connection)
-        batch.add(insert(STORIES), values_of(Story(title="after", world_data={}, settings={})))
-        batch.send(commit=True)
-    assert titles(postgres_store) == ["after"]
+    assert the_next_transaction_writes_on_another_connection(postgres_store, dropped)
 
 
 def test_a_batch_that_fails_while_its_results_are_read_closes_its_connection_for_the_pool_to_replace(
@@ -137,12 +142,7 @@ def test_a_batch_that_fails_while_its_results_are_read_closes_its_connection_for
     assert used.closed
     monkeypatch.setattr(gm.store_pipeline, "_exchange", exchange)
     assert titles(postgres_store) == []
-    with postgres_store.transaction() as connection:
-        assert connection.connection.driver_connection is not used
-        batch = Batch(connection)
-        batch.add(insert(STORIES), values_of(Story(title="after", world_data={}, settings={})))
-        batch.send(commit=True)
-    assert titles(postgres_store) == ["after"]
+    assert the_next_transaction_writes_on_another_connection(postgres_store, used)
 
 
 def prepared_here(connection: Connection) -> list[str]:
