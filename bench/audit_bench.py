@@ -3,7 +3,7 @@
 What it measures
 ----------------
 One fair story (a player's seed mixed in) in the tests' harbour world, played for 1,000 rounds
-through `gm.game.Game` with an in-process stand-in for the model (no HTTP: building the story is
+through `gm.engine.game.Game` with an in-process stand-in for the model (no HTTP: building the story is
 not what is measured). Odd rounds roll the `attempt` check for Mara and narrate it; every tenth
 round also rolls plain dice; even rounds end in plain text. Every 100 rounds one attempt fails after
 its roll and is played again (its roll comes back), so the chain holds failed attempts' rolls too.
@@ -12,8 +12,8 @@ roll is derived again.
 
 Then, timed with `time.perf_counter` (median of the repeats):
 
-1. read: `gm.transcript.transcript(store, id)`, everything the audit needs from the database;
-2. check: `gm.audit.audit(transcript)`, the checks themselves (chain, recomputation, seeds, rounds);
+1. read: `gm.engine.transcript.transcript(store, id)`, everything the audit needs from the database;
+2. check: `gm.integrity.audit.audit(transcript)`, the checks themselves (chain, recomputation, seeds, rounds);
 3. `gm audit STORY` end to end in this process (`gm.cli.main`, output discarded): read and check;
 4. `gm audit --file`: reading the exported JSON, validating it as a transcript, and checking it.
 
@@ -52,16 +52,16 @@ from typing import Any
 
 import psycopg
 
-from gm.audit import audit
 from gm.cli import main as gm_main
-from gm.cli_audit import read_transcript
+from gm.cli._audit import read_transcript
+from gm.engine.game import Game
+from gm.engine.round import RoundSettings
+from gm.engine.transcript import transcript
 from gm.errors import GmError
-from gm.game import Game
-from gm.model import Completion, ToolCall, Usage
-from gm.round import RoundSettings
-from gm.seeds import reveal
+from gm.integrity.audit import audit
+from gm.integrity.seeds import reveal
+from gm.models.client import Completion, ToolCall, Usage
 from gm.store import Store
-from gm.transcript import transcript
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import write_world

@@ -9,9 +9,9 @@ its modifier variable, when it names one):
 - an `over` or `under` check is tried at every whole target from the lowest value its dice read
   minus 20 to the highest plus 20 (1d20: -19 to 40; d%: -19 to 120; 5d10 successes: -20 to 25).
 
-Each combination is certain when `gm.chances.certain` says every roll gives one result (what
+Each combination is certain when `gm.rules.chances.certain` says every roll gives one result (what
 `roll_check` refuses); every answer is also checked against the exact odds of each band
-(`gm.chances.check_odds`: certain exactly when one result has all the chance), and the script
+(`gm.rules.chances.check_odds`: certain exactly when one result has all the chance), and the script
 fails if any disagrees. The table gives, per world, the combinations tried and how many are
 certain, and per check and character the targets at which a roll becomes certain, with the result
 every roll would give there.
@@ -38,10 +38,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gm.chances import Certain, certain, check_odds
-from gm.rules import Check, parse_rules
-from gm.world import load_world
-from gm.worlddef import CharacterCannotRoll
+from gm.rules.chances import Certain, certain, check_odds
+from gm.rules.checks import Check, parse_rules
+from gm.world.definition import CharacterCannotRoll
+from gm.world.loading import load_world
 
 WORLDS = Path(__file__).resolve().parent.parent / "worlds"
 MARGIN = 20  # targets tried beyond what the dice can read, on each side

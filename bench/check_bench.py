@@ -14,7 +14,7 @@ Timed, each `--repeats` times, the median reported (with the fastest and slowest
 
 - `gm check WORLD` as a user runs it: a new process (`python -m gm.cli check WORLD`), so Python's
   start-up and imports are included;
-- `gm.world.check_world(WORLD)` in this process, after one warm-up call: the checking itself.
+- `gm.world.loading.check_world(WORLD)` in this process, after one warm-up call: the checking itself.
 
 How to run
 ----------
@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gm.world import check_world
+from gm.world.loading import check_world
 
 CHARACTERS = [
     {"name": "Ada", "role": "player", "variables": {"skill": 3, "wits": 60}},

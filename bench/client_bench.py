@@ -2,7 +2,7 @@
 
 What it measures
 ----------------
-The real `gm.model.ModelClient` (the openai client over loopback HTTP) against a fake chat
+The real `gm.models.client.ModelClient` (the openai client over loopback HTTP) against a fake chat
 completion server running in its own process, so that the CPU counted (`time.process_time` of the
 measuring process, all its threads) is gm's and the client's, never the fake's. The fake is a small
 asyncio HTTP/1.1 server with kept connections, as a real model server has; it answers by what the
@@ -12,7 +12,7 @@ request is:
   three verbatim rounds, the player's text) with its tools; the answer is a `roll_check` call.
 - `narrate`: the same conversation with that call and its result; the answer is a `narrate` call
   with a narration of about 120 words and one outcome.
-- `judge`: the judge's structured call (`gm.judge.Judge.judge`, `response_format` json_schema),
+- `judge`: the judge's structured call (`gm.engine.judge.Judge.judge`, `response_format` json_schema),
   its verdicts read.
 - `plain`: a call without tools (as the memory keeper makes), answered with about 60 words.
 - `pool N`: N tasks each making `gm` calls back to back against a fake that waits `--delay` seconds
@@ -67,7 +67,7 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
     """The chat completion for one request, by what the request is (see the module docstring)."""
     messages = request.get("messages") or [{}]
     if "response_format" in request:
-        from gm.prompt import read_judge_request
+        from gm.engine.prompt import read_judge_request
 
         asked = read_judge_request(next(m["content"] for m in messages if m.get("role") == "user"))
         told = [(o.character, o.result) for o in asked.outcomes] if asked else [("Mara", "succeeded")]
@@ -137,7 +137,7 @@ def _world() -> Any:
     sys.path.insert(0, str(HERE.parent.parent / "tests"))
     from conftest import HARBOR_DICE, HARBOR_WORLD
 
-    from gm.world import load_world
+    from gm.world.loading import load_world
 
     folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
     (folder / "world.json").write_text(json.dumps(HARBOR_WORLD))
@@ -147,7 +147,7 @@ def _world() -> Any:
 
 def _conversation(world: Any) -> list[dict[str, Any]]:
     """A rolled round's first request, as the round engine builds it at about round 100."""
-    from gm.prompt import Past, PlayerTurn, game_master_messages
+    from gm.engine.prompt import Past, PlayerTurn, game_master_messages
 
     past = Past(summary=SUMMARY * 4, memories=(), recent=())
     messages = game_master_messages(world, past, PlayerTurn(f"I try to pick the lock; {ROLL_MARKER}."))
@@ -161,10 +161,10 @@ def _conversation(world: Any) -> list[dict[str, Any]]:
 
 
 async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[str, float]:
-    from gm.judge import Judge
-    from gm.model import ModelClient, ModelSettings
-    from gm.prompt import JudgedOutcome, JudgeRequest
-    from gm.tools import tool_schemas
+    from gm.engine.judge import Judge
+    from gm.engine.prompt import JudgedOutcome, JudgeRequest
+    from gm.engine.tools.running import tool_schemas
+    from gm.models.client import ModelClient, ModelSettings
 
     world = _world()
     tools = tool_schemas(world)
@@ -214,7 +214,7 @@ async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[s
 async def _rounds(client: Any, rounds: int) -> dict[str, float]:
     """Rounds of one story through `Game` on SQLite, rolled and plain in turn: CPU and wall per round, median."""
     from gm import dice
-    from gm.game import Game
+    from gm.engine.game import Game
     from gm.store import Store
 
     sys.path.insert(0, str(HERE.parent.parent / "tests"))

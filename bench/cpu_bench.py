@@ -5,7 +5,7 @@ What it measures
 A player process plays two stories of the tests' harbour world (tests/conftest.py's `write_world`),
 one with the judge on (the default: a third model call on rolled rounds) and one with it off, a
 round of each in turn, on a SQLite file (or PostgreSQL with `--postgres URL`, a fresh database made
-and dropped), through `gm.game.Game` with the real `ModelClient` (the openai client over loopback
+and dropped), through `gm.engine.game.Game` with the real `ModelClient` (the openai client over loopback
 HTTP). The fake model (bench/fake_server.py, `round` script: bench/round_bench.py's answers) runs
 in a process of its own and answers at once, so the player process's CPU time is gm's alone: the
 round engine, the database (and any threads it uses), the openai client and this side of HTTP.
@@ -86,8 +86,8 @@ def player_text(number: int) -> str:
 
 async def player(base_url: str, world: str, database: str, settle_every: str = "1") -> None:
     """Play rounds as the parent asks on stdin ('play FIRST LAST'), one JSON line per round on stdout."""
-    from gm.game import Game
-    from gm.model import ModelClient, ModelSettings
+    from gm.engine.game import Game
+    from gm.models.client import ModelClient, ModelSettings
     from gm.store import Store
 
     client = ModelClient(ModelSettings(base_url, "bench-key", "fake-model"))

@@ -46,7 +46,7 @@ from typing import Any
 
 import psycopg
 
-from gm.round import RoundSettings
+from gm.engine.round import RoundSettings
 from gm.testing import FakeModel, Request, Step, reply, slow
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,11 +1,11 @@
-"""Benchmark: the cost of a fair roll (gm.fair) against a plain one, side by side in one process.
+"""Benchmark: the cost of a fair roll (gm.integrity.fair) against a plain one, side by side in one process.
 
 What it measures
 ----------------
 For each notation, `gm.dice.roll(expression, source)` on a parsed expression with:
 
 - plain: the default source, `secrets.SystemRandom` (what a story without `--fair` rolls with);
-- fair: `gm.fair.FairDice` (one HMAC-SHA256 per die, rejection sampling), started for each roll with
+- fair: `gm.integrity.fair.FairDice` (one HMAC-SHA256 per die, rejection sampling), started for each roll with
   `gm.dice.for_one_roll` and given the next roll number with `take_number`, exactly as a round does;
   the key has a player's seed mixed in.
 
@@ -34,7 +34,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from gm import dice, fair
+from gm import dice
+from gm.integrity import fair
 
 NOTATIONS = ("1d20", "4d6kh3+1d8-2", "2d20kh1+5", "10d10", "100d1000kh3")
 STORY = "0123456789abcdef0123456789abcdef"

@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gm.prompt import KEEPER_ANSWER, read_keeper_rounds
+from gm.engine.prompt import KEEPER_ANSWER, read_keeper_rounds
 from gm.testing import FakeModel, Request, Step, call, honest_judge, is_judge_request, reply
 
 MARKER = re.compile(r"\[L(\d+) s(\d+) r(\d+)\]")

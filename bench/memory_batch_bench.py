@@ -1,9 +1,9 @@
-"""Benchmark of the memory keeper's batches (gm.memory): what summarising several rounds in one call saves.
+"""Benchmark of the memory keeper's batches (gm.engine.memory): what summarising several rounds in one call saves.
 
 What it measures
 ----------------
 Each variant plays one story of worlds/harbour-heist on its own SQLite file (or on `--postgres URL`),
-through `gm.game.Game` with the real `ModelClient` (the openai client over loopback HTTP), against
+through `gm.engine.game.Game` with the real `ModelClient` (the openai client over loopback HTTP), against
 one zero-latency `gm.testing.FakeModel` running in its own process, so a variant's process CPU time
 (`time.process_time`, all threads) is gm's own work and the client's, never the fake's. Rounds are
 plain (the game master answers in text: no roll, no judge), so the memory keeper stands out.
@@ -100,8 +100,8 @@ def serve_fake() -> None:
 
 async def work(url: str, database: str, batch: int | None, commands: IO[str], answers: IO[str]) -> None:
     """Play rounds as the parent asks ("K": play K rounds; "end": report), answering in JSON lines."""
-    from gm.game import Game
-    from gm.model import ModelClient, ModelSettings
+    from gm.engine.game import Game
+    from gm.models.client import ModelClient, ModelSettings
     from gm.store import Store
 
     store = Store(database)

@@ -2,20 +2,20 @@
 
 What it measures
 ----------------
-One `gm.game.Game` in a process of its own, on a SQLite file in a temporary folder, starts 10,000
+One `gm.engine.game.Game` in a process of its own, on a SQLite file in a temporary folder, starts 10,000
 stories one after another and plays one round in each (a lockwork roll, then the narration),
 awaiting `game.settle()` after every round so that the memory keeper's work is done too. This is
 what a `gm serve` process that stays up for months does with its per-story state.
 
 The game master and memory keeper are, with `--model rehearsal` (the default, a few minutes), the
-offline `gm.rehearsal.RehearsalModel` in process, playing the repository's `worlds/harbour-heist`;
+offline `gm.rehearsal.model.RehearsalModel` in process, playing the repository's `worlds/harbour-heist`;
 with `--model http`, the real `ModelClient` (the openai client) over loopback HTTP against
 bench/fake_server.py (`round` script) in its own process, playing the tests' harbour world, with the
 judge on: every cache of the model client's path is exercised too (slower: about 40 ms a story).
 
 Reported at 0 stories and after every 1,000: the process's resident set size (VmRSS from
 /proc/self/status, after `gc.collect()`), and every cache the process holds that is bounded by gm:
-each `gm.lru.LRU` (the Game's built worlds, `CACHED_WORLDS`, and any other) and each
+each `gm._lru.LRU` (the Game's built worlds, `CACHED_WORLDS`, and any other) and each
 `functools.lru_cache` of a gm module, found by looking, not by name, so a cache added later is
 listed too: its entries now and its cap. The Game's per-story memory-keeper locks are counted too
 (they are kept only while a task holds or waits for one).
@@ -75,8 +75,8 @@ def rss_kib() -> int:
 
 
 def caches() -> dict[str, tuple[int, int | None]]:
-    """Every gm.lru.LRU and every functools.lru_cache of a gm module in this process: entries and cap."""
-    from gm.lru import LRU
+    """Every gm._lru.LRU and every functools.lru_cache of a gm module in this process: entries and cap."""
+    from gm._lru import LRU
 
     found: dict[str, tuple[int, int | None]] = {}
     for index, cache in enumerate(o for o in gc.get_objects() if isinstance(o, LRU)):
@@ -94,20 +94,20 @@ def caches() -> dict[str, tuple[int, int | None]]:
 
 async def run(stories: int, every: int, cap: int, folder: Path, model_kind: str, base_url: str) -> None:
     """Play one round in each of `stories` new stories; print a JSON row per `every` stories."""
-    from gm.game import Game
+    from gm.engine.game import Game
     from gm.store import Store
-    from gm.world import load_world
+    from gm.world.loading import load_world
 
     store = Store(f"sqlite:///{folder / 'gm.db'}")
     closing: Any = None
     if model_kind == "rehearsal":
-        from gm.rehearsal import RehearsalModel
+        from gm.rehearsal.model import RehearsalModel
 
         world = load_world(WORLD)
         game = Game(RehearsalModel(world), store, cached_worlds=cap)
         text = PLAYER_TEXT
     else:
-        from gm.model import ModelClient, ModelSettings
+        from gm.models.client import ModelClient, ModelSettings
 
         sys.path.insert(0, str(ROOT / "tests"))
         from conftest import write_world
@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if sys.argv[1:2] == ["--child"]:
         stories, every, cap, model_kind, base_url = sys.argv[2:7]
         if int(cap) == 0:
-            from gm.game import CACHED_WORLDS
+            from gm.engine.game import CACHED_WORLDS
 
             cap = str(CACHED_WORLDS)
         with tempfile.TemporaryDirectory(prefix="gm-memory-bench-", dir=SCRATCH) as name:

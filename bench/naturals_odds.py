@@ -5,7 +5,7 @@ What it computes
 ----------------
 The harbour-heist sample's `attempt` check (1d20 + nerve over a target; a natural 20 steps the band
 up one, a natural 1 down one; advantage 2d20kh1, disadvantage 2d20kl1), for Odile (nerve 2) at the
-targets given. For each target and edge it prints each band's exact chance from `gm.chances.check_odds`
+targets given. For each target and edge it prints each band's exact chance from `gm.rules.chances.check_odds`
 (which counts through `gm.dice.joint`) with the naturals and without them (the same check with its
 naturals removed), and then checks both against a brute-force enumeration: every combination of
 faces rolled with `gm.dice.roll`, its kept faces read, its band found and stepped by hand here
@@ -31,9 +31,9 @@ from itertools import product
 from pathlib import Path
 
 from gm import dice
-from gm.chances import check_odds
-from gm.rules import Check, Edge
-from gm.world import load_world
+from gm.rules.chances import check_odds
+from gm.rules.checks import Check, Edge
+from gm.world.loading import load_world
 
 HEIST = Path(__file__).parent.parent / "worlds" / "harbour-heist"
 NOTATION: dict[Edge | None, str] = {None: "1d20", "advantage": "2d20kh1", "disadvantage": "2d20kl1"}

@@ -4,7 +4,7 @@ What it does
 ------------
 For every shape in `gm.testing.shapes.SHAPES` (each server's documented answers, and the quirks
 gm straightens), one story in the tests' harbour world is played for `--rounds` rounds through
-`gm.game.Game` with the real `ModelClient` (the openai client over loopback HTTP) against a
+`gm.engine.game.Game` with the real `ModelClient` (the openai client over loopback HTTP) against a
 `gm.testing.FakeModel` answering in that shape as game master, judge and memory keeper. Its dice
 are seeded, so the bands differ round to round; the fake narrates each honestly once it has read
 the band. Every request is checked against OpenAI's request schema by the fake.
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from gm import dice
-from gm.game import Game
-from gm.model import ModelClient, ModelSettings, ToolsMode, forget_tool_modes
+from gm.engine.game import Game
+from gm.models.client import ModelClient, ModelSettings, ToolsMode, forget_tool_modes
 from gm.store import Store
 from gm.testing import FakeModel
 from gm.testing.shapes import SHAPES, Shape, round_script
@@ -87,7 +87,7 @@ async def main(rounds: int) -> None:
             rows.append(await play(shape, "auto", rounds, Path(folder)))
             if shape.name in TEXT_FORMS:
                 rows.append(await play(shape, "prompted", rounds, Path(folder)))
-    print("| shape | --tools | mode used | rounds | accepted | refusals | calls (gm/judge/memory) | problems |")
+    print("| shape | --tools | mode used | rounds | accepted | refusals | calls (gm/engine/judge/memory) | problems |")
     print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         calls = row["calls"]

@@ -4,7 +4,7 @@ What it measures
 ----------------
 One story in the tests' harbour world (tests/conftest.py: world.json + dice.json written to a
 temporary folder), on a SQLite file in a temporary folder, played for 1,000 rounds through
-`gm.game.Game` with the real `ModelClient` (the openai client over loopback HTTP) against a
+`gm.engine.game.Game` with the real `ModelClient` (the openai client over loopback HTTP) against a
 zero-latency `gm.testing.FakeModel` that serves both the game master and the memory keeper:
 
 - Game-master requests (they carry `tools`): for a player text asking for a roll (odd rounds), the
@@ -70,9 +70,9 @@ from typing import Any
 from sqlmodel import select
 
 from gm import dice
-from gm.game import Game
-from gm.model import ModelClient, ModelSettings
-from gm.prompt import instructions
+from gm.engine.game import Game
+from gm.engine.prompt import instructions
+from gm.models.client import ModelClient, ModelSettings
 from gm.store import Attempt, ModelCall, Store
 from gm.testing import Answer, FakeModel, Request, Response, call, honest_judge, is_judge_request, reply
 
@@ -92,7 +92,7 @@ ROUND_TEXT = re.compile(r"^Round (\d+):")
 
 NARRATION_WORDS = 120
 SUMMARY_WORDS = 60
-KEEPER_HEADING = re.compile(r"^=== Round (\d+) ===$", re.MULTILINE)  # gm.prompt.keeper_rounds_messages
+KEEPER_HEADING = re.compile(r"^=== Round (\d+) ===$", re.MULTILINE)  # gm.engine.prompt.keeper_rounds_messages
 FOLD_WORDS = 200
 
 # Words and sentences the fake composes its texts from; seeded per round, so every text differs.

@@ -3,7 +3,7 @@
 What it measures
 ----------------
 One story in the tests' harbour world, on a fresh SQLite file (synchronous=FULL, as shipped) or a
-fresh PostgreSQL database, played through `gm.game.Game` (judging off) with an in-process scripted
+fresh PostgreSQL database, played through `gm.engine.game.Game` (judging off) with an in-process scripted
 model that costs next to nothing: odd rounds roll a check (`roll_check`, then `narrate` with the
 honest outcome), even rounds end in plain text. After each round `game.settle()` lets the memory
 keeper write its note (and fold), measured apart from the round.
@@ -12,12 +12,12 @@ Per round, from SQLAlchemy's engine and pool events (the same listeners on any v
 
 - statements: on PostgreSQL `before_cursor_execute` (every SQL statement sent, BEGIN not counted); on
   SQLite, SQLite's own trace of the statements it runs (`set_trace_callback`; BEGIN, COMMIT, savepoints
-  and PRAGMAs not counted), which also sees the statements gm runs on the driver itself (gm.store_batch);
+  and PRAGMAs not counted), which also sees the statements gm runs on the driver itself (gm.store._batch);
 - commits: the engine's `commit` event; on SQLite, those synced to disk too (`PRAGMA synchronous` at the
-  commit: gm.commit_groups commits some work without a sync of its own);
+  commit: gm.store._commit_groups commits some work without a sync of its own);
 - checkouts: the pool's `checkout` event (a Session or a Connection taking a connection);
 - round trips (PostgreSQL, with `--round-trips`): each Sync or Query message the client sends, from
-  libpq's trace of every connection. Statements sent in a batch (gm.store_batch) go straight to
+  libpq's trace of every connection. Statements sent in a batch (gm.store._batch) go straight to
   psycopg, so SQLAlchemy's events do not see them: on PostgreSQL this is the figure to read, not
   statements. Tracing writes every message to a file, so the CPU figures of such a run are higher;
 - db CPU: the CPU time (`time.thread_time`) of the thread holding a connection, from its checkout
@@ -96,7 +96,7 @@ class _Counters:
 
         if engine.dialect.name == "sqlite":
             # SQLite's own trace of every statement it runs: gm runs a batch's statements on the driver itself
-            # (gm.store_batch), which SQLAlchemy's events do not see.
+            # (gm.store._batch), which SQLAlchemy's events do not see.
             engine.dispose()  # the connections open so far were not traced
 
             @event.listens_for(engine, "connect")
@@ -114,7 +114,8 @@ class _Counters:
 
         @event.listens_for(engine, "commit")
         def _commit(connection: Any) -> None:
-            # On SQLite, whether this commit syncs the log (synchronous=FULL, 2) or not (NORMAL, 1: gm.commit_groups).
+            # On SQLite, whether this commit syncs the log (synchronous=FULL, 2) or not (NORMAL, 1:
+            # gm.store._commit_groups).
             synced = (
                 not sqlite or connection.connection.driver_connection.execute("PRAGMA synchronous").fetchone()[0] > 1
             )
@@ -170,7 +171,7 @@ class _Scripted:
         tool_choice: Any = None,
         response_format: Mapping[str, Any] | None = None,
     ) -> Any:
-        from gm.completion import Completion, ToolCall, Usage
+        from gm.models.completion import Completion, ToolCall, Usage
 
         self.calls += 1
         last = messages[-1]
@@ -231,7 +232,7 @@ async def _play(kind: str, rounds: int, window: int, profile: str | None) -> dic
     sys.path.insert(0, str(HERE / "tests"))
     from conftest import write_world
 
-    from gm.game import Game
+    from gm.engine.game import Game
     from gm.store import Store
 
     with tempfile.TemporaryDirectory() as temporary:

@@ -2,7 +2,7 @@
 
 What it measures
 ----------------
-The CPU (`time.process_time`) of the work `gm.tools.RoundTools` does on the database thread for a
+The CPU (`time.process_time`) of the work `gm.engine.tools.running.RoundTools` does on the database thread for a
 rolled round, without the database: `roll_check` (its arguments read and validated, the check
 rolled and read, the roll's record built) and `narrate` (its arguments, the referee), with a
 `write_roll` that only numbers the record, so what is measured is the tools' work, not the
@@ -49,9 +49,9 @@ def _measure(calls: int) -> dict[str, float]:
     from conftest import write_world
 
     from gm import dice
-    from gm.public import RollPublic
-    from gm.tools import RoundTools
-    from gm.world import load_world
+    from gm.engine.tools.running import RoundTools
+    from gm.transcript.shapes import RollPublic
+    from gm.world.loading import load_world
 
     world = load_world(write_world(Path(tempfile.mkdtemp(prefix="gm-tools-bench-")) / "harbor"))
     numbers = iter(range(1, 10**9))

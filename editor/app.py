@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gm.hosts import LOOPBACK_HOSTS, is_loopback
+from gm._hosts import LOOPBACK_HOSTS, is_loopback
 
 from . import login as login_routes
 from . import routes_dice, routes_world

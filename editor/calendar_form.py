@@ -1,4 +1,4 @@
-"""The calendar part of the world form: world.json's `calendar` as fields, and back (see `gm.calendar`).
+"""The calendar part of the world form: world.json's `calendar` as fields, and back (see `gm.world.calendar`).
 
 A box says whether the world has a calendar at all; unticked, the calendar is left out of world.json
 (and what was typed stays in the form until the page is left). Months and parts of the day are rows

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gm.problems import Problem
-from gm.rules import validate
-from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
+from gm.rules.checks import validate
+from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .calendar_form import calendar_field_ids
 from .dice_form import BAND_FIELDS, CHECK_FIELDS, NATURAL_FIELDS, DiceDraft, dice_data

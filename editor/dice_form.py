@@ -70,7 +70,7 @@ class CheckDraft:
     hit: str = ""
     compare: str = "absolute"
     modifier: str = ""
-    secret: bool = False  # rolled in secret: no card for the player until revealed (gm.secret)
+    secret: bool = False  # rolled in secret: no card for the player until revealed (gm.integrity.secret)
     bands: list[BandDraft] = field(default_factory=lambda: [BandDraft()])
     naturals: list[NaturalDraft] = field(default_factory=list)
     target: str = ""

@@ -10,8 +10,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
 from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json, read_regular
-from gm.rules import validate
-from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
+from gm.rules.checks import validate
+from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .checking import Findings, check_dice
 from .dice_form import (

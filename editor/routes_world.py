@@ -10,8 +10,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
 from gm.problems import Problem
-from gm.rules import validate
-from gm.worlddef import DICE_FILE, WORLD_FILE, validate_world
+from gm.rules.checks import validate
+from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .checking import Findings, check_world
 from .pages import STALE, Editor, editor_of, load, posted_form, save, title_of, version_of

@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gm.asgi_body import GONE, TOO_LARGE, read_body, replaying
+from gm._asgi import GONE, TOO_LARGE, read_body, replaying
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MAX_BODY_BYTES = 1_000_000

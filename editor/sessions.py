@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
-from gm.hosts import is_loopback
+from gm._hosts import is_loopback
 
 Clock = Callable[[], float]
 

@@ -2,7 +2,7 @@
 
 A strip is drawn whenever the check's odds can be worked out (its dice parse, its reading and band
 ends make sense), even while it has other mistakes: a gap in an absolute check shows as a gap
-segment, which is the point. The odds are `gm.chances.check_odds`: exact, or a labelled estimate for
+segment, which is the point. The odds are `gm.rules.chances.check_odds`: exact, or a labelled estimate for
 dice whose exact odds would take too long. Over/under checks are shown against a target the author
 types (by default the dice's mean, rounded as the rehearsal does), checks with a modifier for a
 character the author picks among those holding it as a whole number, and opposed checks against an
@@ -21,10 +21,10 @@ from functools import lru_cache
 from typing import Any, cast
 
 from gm import dice
-from gm.chances import CheckOdds, check_odds
 from gm.problems import Problem
-from gm.rules import Band, Check, Compare, Edge, Natural, Reading, Result, opposed_expression, read_value
-from gm.rules_coverage import ladder
+from gm.rules.chances import CheckOdds, check_odds
+from gm.rules.checks import Band, Check, Compare, Edge, Natural, Reading, Result, opposed_expression, read_value
+from gm.rules.coverage import ladder
 
 from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft, NaturalDraft
 

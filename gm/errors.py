@@ -13,7 +13,7 @@
     └── OperatorError       for whoever runs gm: the model is not configured or cannot be reached
 
 Every message is one sentence that can be shown as it is. The web API turns each group into a
-status in one place (`gm.web.errors`); the CLI catches `GmError` once.
+status in one place (`gm.web._errors`); the CLI catches `GmError` once.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A `Problem` is one finding at a JSON path; `ProblemsError` is a file that cannot be used, with every
 problem in it. Two kinds of problem are found here: reading the file (`read_json`: a missing file,
 bad bytes, a syntax error with line and column, a key repeated in one object) and its JSON Schema
-(`schema_problems`, each error worded for an author by `describe`); `gm.rules` and `gm.worlddef`
+(`schema_problems`, each error worded for an author by `describe`); `gm.rules.checks` and `gm.world.definition`
 find the rest.
 """
 
@@ -22,8 +22,8 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from gm._text import unstorable
 from gm.errors import UsageError
-from gm.text import unstorable
 
 Severity = Literal["error", "warning"]
 
@@ -110,7 +110,7 @@ def text_problems(data: Any) -> list[Problem]:
     """Every string (value or member name) in `data` that a story cannot store: a NUL or half a surrogate pair.
 
     PostgreSQL's text cannot hold U+0000, so such a file is refused here rather than by the database
-    when a story starts from it (see `gm.text`). The walk is a loop, not recursion, so no nesting breaks it.
+    when a story starts from it (see `gm._text`). The walk is a loop, not recursion, so no nesting breaks it.
     """
     problems: list[Problem] = []
     pending: list[tuple[str, Any]] = [("$", data)]

@@ -18,11 +18,11 @@ from rounds import SCHEMAS, fake
 from web import keeper_too
 
 from gm import dice
-from gm.game import Game
-from gm.model import ModelClient, ModelSettings
-from gm.openai_schemas import load_validator, problems
+from gm.engine.game import Game
+from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
 from gm.testing import FakeModel, Script
+from gm.testing._openai_schemas import load_validator, problems
 from gm.web.app import create_app
 
 RESPONSE = load_validator(SCHEMAS / "chat-completion-response.schema.json")

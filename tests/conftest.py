@@ -17,9 +17,9 @@ import psycopg
 import pytest
 from sqlmodel import SQLModel
 
-from gm.model import forget_tool_modes
-from gm.server_process import untune_server_process
+from gm.models.client import forget_tool_modes
 from gm.store import Store
+from gm.web.process import untune_server_process
 
 POSTGRES_URL = os.environ.get("GM_TEST_POSTGRES_URL")
 DEFAULT_COLLECTOR = gc.get_threshold()  # as pytest started: CPython's defaults
@@ -36,7 +36,7 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def _untuned_process() -> Iterator[None]:
     """Each test starts with CPython's own collector and switch interval: a test that runs `gm serve` in this
-    process (uvicorn.run replaced) tunes it (gm.server_process), which must not reach the tests after it."""
+    process (uvicorn.run replaced) tunes it (gm.web.process), which must not reach the tests after it."""
     yield
     untune_server_process()
     gc.set_threshold(*DEFAULT_COLLECTOR)

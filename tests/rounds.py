@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gm import dice
-from gm.game import Game
-from gm.model import ModelClient, ModelSettings, ToolsMode
-from gm.round import RoundSettings
+from gm.engine.game import Game
+from gm.engine.round import RoundSettings
+from gm.models.client import ModelClient, ModelSettings, ToolsMode
 from gm.store import Store
 from gm.testing import FakeModel, FunctionModel, Script, Step, call, honest_judge, reply
 
@@ -66,7 +66,7 @@ async def table(
 ) -> AsyncIterator[Table]:
     """A Game on `store` whose game master follows `script`; the memory keeper answers `memory`
     (by default, a summary for every request) and the judge `judge` (by default, honestly).
-    `faces` are the dice faces rolled, in order; `memory_batch` the rounds per memory call (gm.memory).
+    `faces` are the dice faces rolled, in order; `memory_batch` the rounds per memory call (gm.engine.memory).
     Leaving the block normally waits for the memory keeper and checks that no fake failed."""
     keeper_script = memory if memory is not None else (lambda request: reply("Mara worked the lock."))
     source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(1)

@@ -14,8 +14,8 @@ import httpx2
 import pytest
 from test_model import FakeTime, closed_port
 
-from gm.aiohttp_transport import AiohttpClient, AiohttpTransport
-from gm.model import ModelClient, ModelSettings, ModelUnavailable
+from gm.models._aiohttp import AiohttpClient, AiohttpTransport
+from gm.models.client import ModelClient, ModelSettings, ModelUnavailable
 from gm.testing import fake_model, reply
 
 HELLO = [{"role": "user", "content": "I pick the lock."}]

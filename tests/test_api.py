@@ -182,7 +182,7 @@ def test_unknown_paths_and_methods_answer_in_the_same_shape(store: Store, worlds
 def test_gm_serve_mounts_the_editor_for_this_machine_only(store: Store, worlds: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from gm.game import Game
+    from gm.engine.game import Game
     from gm.web.app import create_app
 
     app = create_app(Game(model=None, store=store), worlds)  # type: ignore[arg-type]  # no round is played

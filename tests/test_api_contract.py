@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.exc import IntegrityError
 from web import served_app
 
-from gm.game import Game
+from gm.engine.game import Game
 from gm.store import RoundRecord, Store, Story
 from gm.testing import reply
 from gm.web.app import create_app

@@ -1,11 +1,11 @@
-"""The compiled argument check (gm.argcheck) against jsonschema: the same verdict on every argument dict.
+"""The compiled argument check (gm.engine.tools._argcheck) against jsonschema: the same verdict on every argument dict.
 
 The property: for any instance, the compiled predicate says yes exactly when jsonschema's
 Draft 2020-12 validator finds no error and no text in it is one a story cannot store. It is tested
 on the tools every sample world offers and on schemas generated from the compiled subset, with
 instances drawn near each schema (valid ones, and each way of missing it: a wrong type, a bound
 passed by one, 12.0 for 12, True for 1, NaN, a NUL, half a surrogate pair, a missing or an unknown
-member) and JSON of any shape. Then `gm.tools` itself: with the quick check and without it, every
+member) and JSON of any shape. Then `gm.engine.tools.running` itself: with the quick check and without it, every
 call ends the same, the same arguments or the same sentence.
 """
 
@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from gm.argcheck import compile_schema, depth
+from gm.engine.tools._argcheck import compile_schema, depth
+from gm.engine.tools.offered import MAX_DEPTH, ArgumentCheck, tool_schemas
+from gm.engine.tools.running import _arguments
 from gm.errors import ModelRetry
 from gm.problems import json_depth, text_problems
-from gm.tools import _arguments
-from gm.tools_offered import MAX_DEPTH, ArgumentCheck, tool_schemas
-from gm.world import load_world
+from gm.world.loading import load_world
 
 WORLDS = Path(__file__).parent.parent / "worlds"
 TOOLS = [
@@ -230,7 +230,7 @@ def test_the_check_agrees_with_jsonschema_on_generated_schemas(data: st.DataObje
     assert accepts is not None
     instance = data.draw(near(schema))
     assert accepts(instance) == jsonschema_says(schema, instance)
-    if accepts(instance):  # so a caller bounding depth may ask the check first (gm.tools)
+    if accepts(instance):  # so a caller bounding depth may ask the check first (gm.engine.tools.running)
         assert json_depth(instance) <= depth(schema)
     assert (compile_schema(schema, deepest=depth(schema)) is None, compile_schema(schema, depth(schema) - 1)) == (
         False,

@@ -22,17 +22,17 @@ from sqlalchemy import delete, update
 from sqlmodel import col, select
 
 from gm import dice
-from gm.audit import audit
-from gm.chain import genesis, roll_hash
 from gm.cli import main
+from gm.engine.transcript import transcript
 from gm.errors import OperatorError
-from gm.public import RollPublic, TranscriptPublic
-from gm.rules import band_for, read_value
-from gm.seeds import dice_for, reveal, stamped
+from gm.integrity.audit import audit
+from gm.integrity.chain import genesis, roll_hash
+from gm.integrity.seeds import dice_for, reveal, stamped
+from gm.rules.checks import band_for, read_value
 from gm.store import RollRecord, RoundRecord, Store, Story
 from gm.testing import Request, Step, call, http_error
-from gm.transcript import transcript
-from gm.worlddef import world_from_data
+from gm.transcript.shapes import RollPublic, TranscriptPublic
+from gm.world.definition import world_from_data
 
 NOTICE = call("roll_check", {"check": "notice", "character": "Jon", "reason": "the guards"})
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from conftest import HARBOR_WORLD
 
-from gm.calendar import MAX_ADVANCE_DAYS, advance, calendar_from_data, duration_text, story_time
 from gm.errors import ModelRetry
-from gm.worlddef import validate_world, world_from_data
+from gm.world.calendar import MAX_ADVANCE_DAYS, advance, calendar_from_data, duration_text, story_time
+from gm.world.definition import validate_world, world_from_data
 
 # A small invented calendar: three months of 10, 12 and 8 days (30 a year), a week of 4 days.
 CALENDAR: dict[str, Any] = {

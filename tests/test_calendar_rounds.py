@@ -13,10 +13,10 @@ from conftest import HARBOR_WORLD, write_world
 from rounds import last_tool_result, narrate_roll, roll_mara, table
 from test_calendar import CALENDAR
 
+from gm.engine.transcript import render_transcript, transcript
 from gm.errors import RoundFailed
 from gm.store import Store
 from gm.testing import call, reply
-from gm.transcript import render_transcript, transcript
 
 HOUR = 60
 

@@ -1,4 +1,4 @@
-"""Certain outcomes (gm.chances.certain): a roll whose every value gives one result is found without
+"""Certain outcomes (gm.rules.chances.certain): a roll whose every value gives one result is found without
 odds, and agrees with the exact odds of every band; `gm odds` shows it to a world's author."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from strategies import notations
 
 from gm import dice
-from gm.chances import (
+from gm.cli import main
+from gm.rules.chances import (
     can_go_either_way,
     certain,
     check_odds,
@@ -22,8 +23,7 @@ from gm.chances import (
     refusal,
     uncertain_targets,
 )
-from gm.cli import main
-from gm.rules import Band, Check, CheckRollError, parse_rules
+from gm.rules.checks import Band, Check, CheckRollError, parse_rules
 
 SMALL = {"max_terms": 2, "max_dice": 4, "max_sides": 8, "max_constant": 10, "max_outcomes": 4096}
 RESULTS = ("succeeded", "partial", "failed")

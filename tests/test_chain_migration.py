@@ -14,12 +14,12 @@ from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from gm.audit import audit
-from gm.chain import genesis, roll_hash
-from gm.migrations import upgrade
-from gm.public import RollPublic
+from gm.engine.transcript import transcript
+from gm.integrity.audit import audit
+from gm.integrity.chain import genesis, roll_hash
 from gm.store import Store, make_engine
-from gm.transcript import transcript
+from gm.store.migrations import upgrade
+from gm.transcript.shapes import RollPublic
 
 WORLD = {
     "title": "Old",

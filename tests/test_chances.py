@@ -1,4 +1,4 @@
-"""The chance of each band (gm.chances), checked against counting faces by hand."""
+"""The chance of each band (gm.rules.chances), checked against counting faces by hand."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from conftest import HARBOR_DICE, write_world
 
-from gm.chances import check_odds
-from gm.public import RollPublic
-from gm.rules import CheckRollError, parse_rules
-from gm.world import load_world
+from gm.rules.chances import check_odds
+from gm.rules.checks import CheckRollError, parse_rules
+from gm.transcript.shapes import RollPublic
+from gm.world.loading import load_world
 
 FIVE_BANDS: list[dict[str, Any]] = [
     {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},

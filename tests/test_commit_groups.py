@@ -1,4 +1,4 @@
-"""SQLite's database thread commits the work queued meanwhile together (gm.commit_groups), and nothing changes
+"""SQLite's database thread commits the work queued meanwhile together (gm.store._commit_groups), and nothing changes
 for the work itself: each transaction block is still atomic, what it wrote is durable before its caller hears
 of it, a failure undoes only its own block, and the order is kept."""
 
@@ -17,11 +17,11 @@ import pytest
 from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import event, text
 
-from gm import commit_groups
-from gm.commit_groups import MAX_GROUP, when_durable
 from gm.store import Store, Story, StoryNotFound
+from gm.store import _commit_groups as commit_groups
+from gm.store._commit_groups import MAX_GROUP, when_durable
+from gm.store._workers import GroupCommitting, workers_for
 from gm.testing import reply
-from gm.workers import GroupCommitting, workers_for
 
 
 @pytest.fixture

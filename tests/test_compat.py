@@ -16,10 +16,10 @@ import pytest
 from compat import REQUEST, cards, chat, gm_server, marker_of, streamed
 from rounds import narrate_roll, roll_mara
 
-from gm.compat import EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
-from gm.openai_schemas import problems
 from gm.store import Store
 from gm.testing import Step, call, http_error, reply, slow
+from gm.testing._openai_schemas import problems
+from gm.web.compat.messages import EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
 
 
 def user(text: str) -> dict[str, Any]:

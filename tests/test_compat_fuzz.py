@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from web import served_app
 
-from gm.compat import marker_text
-from gm.openai_schemas import problems
 from gm.store import Store
 from gm.testing import Step, honest_judge, is_judge_request, reply
+from gm.testing._openai_schemas import problems
+from gm.web.compat.messages import marker_text
 
 
 def answers(request: dict[str, Any]) -> Step:

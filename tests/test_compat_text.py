@@ -1,10 +1,12 @@
-"""The pure half of the chat endpoint (gm.compat): model names, markers, player text, answers."""
+"""The pure half of the chat endpoint (gm.web.compat.messages): model names, markers, player text, answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from gm.compat import (
+from gm.errors import NotFound
+from gm.transcript.shapes import RollPublic
+from gm.web.compat.messages import (
     MARKER,
     ModelName,
     answer_text,
@@ -15,8 +17,6 @@ from gm.compat import (
     read_request,
     same_text,
 )
-from gm.errors import NotFound
-from gm.public import RollPublic
 
 
 def test_model_names() -> None:

@@ -1,6 +1,6 @@
 """Reading a completion: reasoning dropped, tool calls written as text read as calls, quirks straightened.
 
-These test the reader (gm.completion) and the text-call parser (gm.textcalls) as pure functions;
+These test the reader (gm.models.completion) and the text-call parser (gm.models._textcalls) as pure functions;
 tests/test_server_shapes.py plays the same shapes end to end over HTTP.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gm.completion import Completion, read_completion, strip_reasoning
-from gm.openai_schemas import load_validator, problems
-from gm.textcalls import prompted_request, refuses_tools, text_calls
+from gm.models._textcalls import prompted_request, refuses_tools, text_calls
+from gm.models.completion import Completion, read_completion, strip_reasoning
+from gm.testing._openai_schemas import load_validator, problems
 
 SCHEMA = load_validator(Path(__file__).parent / "openai" / "chat-completion-request.schema.json")
 TOOLS = ["roll_check", "narrate"]

@@ -20,21 +20,21 @@ import pytest
 from rounds import narrate_roll, roll_mara, table
 from web import served_app
 
-from gm import fair
-from gm.audit import audit
 from gm.cli import main
+from gm.engine.transcript import transcript
 from gm.errors import StoryBusy
-from gm.seeds import reveal
+from gm.integrity import fair
+from gm.integrity.audit import audit
+from gm.integrity.seeds import reveal
 from gm.store import NotFair, Store, Story
 from gm.testing import call, reply
-from gm.transcript import transcript
 
 KEY = bytes(range(32))
 STORY = "0123456789abcdef0123456789abcdef"
 
 
 def documented_face(key: bytes, story: str, roll: int, die: int, sides: int) -> int:
-    """The face as gm.fair's docstring (and the README) describe it, written again from the words alone."""
+    """The face as gm.integrity.fair's docstring (and the README) describe it, written again from the words alone."""
     limit = 2**32 - (2**32 % sides)
     block = 0
     while True:

@@ -14,10 +14,10 @@ from browser import ARTIFACTS, launched_browser, opened_page, sync_api
 from rounds import narrate_roll, roll_mara
 from test_play_page import BAD_REQUEST, serving
 
-from gm import fair
+from gm.engine.transcript import odds_text, opened, transcript
+from gm.integrity import fair
 from gm.store import Store
 from gm.testing import http_error
-from gm.transcript import odds_text, opened, transcript
 
 NO_DICE = "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1"
 

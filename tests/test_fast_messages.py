@@ -1,4 +1,4 @@
-"""`POST /api/stories/{id}/messages` without FastAPI's machinery (gm.web.fast_messages): the same answers as the
+"""`POST /api/stories/{id}/messages` without FastAPI's machinery (gm.web._fast_messages): the same answers as the
 FastAPI route, for rounds and for every refusal, on SQLite and PostgreSQL.
 
 The FastAPI route is reached with a content type FastAPI reads as JSON and the fast path hands on
@@ -15,7 +15,7 @@ from web import served_app
 
 from gm.store import Store
 from gm.testing import reply
-from gm.web.fast_messages import FastMessages
+from gm.web._fast_messages import FastMessages
 
 JSON = {"Content-Type": "application/json"}
 HANDED_ON = {"Content-Type": "application/vnd.gm+json"}  # FastAPI reads it as JSON; the fast path does not take it

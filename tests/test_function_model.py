@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gm.model import Completion, ModelClient, ModelSettings, ToolCall, Usage
+from gm.models.client import Completion, ModelClient, ModelSettings, ToolCall, Usage
 from gm.testing import (
     FakeModel,
     FunctionModel,

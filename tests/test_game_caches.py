@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-import gm.game
-import gm.shared_worlds
-from gm.game import Game, StoryLocks
-from gm.lru import LRU
-from gm.rehearsal import RehearsalModel
+import gm.engine.game
+import gm.world.shared
+from gm._lru import LRU
+from gm.engine.game import Game, StoryLocks
+from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
-from gm.world import load_world
+from gm.world.loading import load_world
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_a_story_started_keeps_its_world_so_its_first_round_does_not_check_it_ag
     game = Game(RehearsalModel(world), sqlite)
     story = game.begin(world)
     built: list[object] = []
-    monkeypatch.setattr(gm.shared_worlds, "world_from_data", lambda *data: built.append(data))
+    monkeypatch.setattr(gm.world.shared, "world_from_data", lambda *data: built.append(data))
     assert asyncio.run(game.world_of(story)) is world
     assert built == []
     other = Game(RehearsalModel(world), sqlite)  # another process: it builds the world once, then keeps it

@@ -23,7 +23,7 @@ from web import served_app
 
 from gm.editor import create_app as create_editor
 from gm.store import Store
-from gm.world import check_world
+from gm.world.loading import check_world
 
 
 def nested(folder: Path, levels: int) -> Path:

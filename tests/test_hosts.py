@@ -1,4 +1,4 @@
-"""One meaning of "this machine only" for `gm serve`, `gm edit` and the editor they mount (gm.hosts)."""
+"""One meaning of "this machine only" for `gm serve`, `gm edit` and the editor they mount (gm._hosts)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from gm.cli_serve import editor_hosts
-from gm.game import Game
-from gm.hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm._hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
+from gm.cli._serve import editor_hosts
+from gm.engine.game import Game
 from gm.store import Store
 from gm.web.app import create_app
 
@@ -29,7 +29,7 @@ def test_other_addresses(host: str) -> None:
 
 
 def test_gm_serve_on_ipv6_loopback_mounts_the_editor_for_this_machine_only() -> None:
-    # Before gm.hosts, `gm serve` knew only 127.0.0.1 and localhost: on ::1 it left the editor out
+    # Before gm._hosts, `gm serve` knew only 127.0.0.1 and localhost: on ::1 it left the editor out
     # (and would have mounted it for any Host with --editor), while `gm edit --host ::1` was local.
     assert editor_hosts("::1", editor=False) == LOOPBACK_HOSTS
     assert editor_hosts("::1", editor=True) == LOOPBACK_HOSTS

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from gm.judge import FORMAT_NAME, Judge, JudgeFailed, Verdict, read_verdicts
-from gm.model import ModelClient, ModelSettings, ToolsMode
-from gm.prompt import JudgedOutcome, JudgeRequest, judge_messages, read_judge_request
-from gm.referee import Refusal, Telling, judge_refusals
-from gm.rehearsal import rehearsal_verdict
+from gm.engine.judge import FORMAT_NAME, Judge, JudgeFailed, Verdict, read_verdicts
+from gm.engine.prompt import JudgedOutcome, JudgeRequest, judge_messages, read_judge_request
+from gm.engine.referee import Refusal, Telling, judge_refusals
+from gm.models.client import ModelClient, ModelSettings, ToolsMode
+from gm.rehearsal.model import rehearsal_verdict
 from gm.testing import call, fake_model, http_error, reply
 
 REQUEST = JudgeRequest(

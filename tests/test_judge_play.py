@@ -13,7 +13,7 @@ import pytest
 from command_line import gm
 from rounds import fake, tool_results
 
-from gm.prompt import read_judge_request
+from gm.engine.prompt import read_judge_request
 from gm.testing import FakeModel, Step, call, reply
 
 TELLINGS = {

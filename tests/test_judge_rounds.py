@@ -15,13 +15,13 @@ import pytest
 from rounds import narrate_roll, roll_mara, table, tool_results
 from sqlmodel import select
 
+from gm.engine.judge import FORMAT_NAME
+from gm.engine.prompt import read_check_fact, read_player_turn
+from gm.engine.transcript import transcript
 from gm.errors import RoundFailed
-from gm.judge import FORMAT_NAME
-from gm.model import ModelUnavailable
-from gm.prompt import read_check_fact, read_player_turn
+from gm.models.client import ModelUnavailable
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, honest_judge, http_error, judge_answer, reply
-from gm.transcript import transcript
 
 FAILED_PROSE = "The pick snaps in the lock, and the door stays shut."
 OPENED_PROSE = "Mara slips the lock open and steps inside."

@@ -22,12 +22,12 @@ from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import col, select
 
-import gm.attempt
+import gm.engine._attempt
+from gm.engine.lease import BUSY
+from gm.engine.round import RoundPaused, RoundResult, RoundSettings
 from gm.errors import Conflict, GmError, LeaseLost, RoundFailed, StoryBusy
-from gm.lease import BUSY
-from gm.round import RoundPaused, RoundResult, RoundSettings
 from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, StoryNotFound
-from gm.store_stories import Claim, LeaseBusy
+from gm.store._stories import Claim, LeaseBusy
 from gm.testing import http_error, reply, slow
 
 SHORT = RoundSettings(lease_seconds=0.6, heartbeat_seconds=0.15)
@@ -180,7 +180,7 @@ def test_the_heartbeat_beats_while_the_round_runs_and_ends_with_it(store: Store,
 
 
 def test_the_settings_are_checked() -> None:
-    from gm.lease import check_settings
+    from gm.engine.lease import check_settings
 
     with pytest.raises(ValueError, match="heartbeat"):
         check_settings(RoundSettings(lease_seconds=10, heartbeat_seconds=10))
@@ -314,7 +314,7 @@ def test_the_lease_is_let_go_when_the_opening_fails_after_taking_it(
     def broken(*arguments: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(gm.attempt, "game_master_messages", broken)
+    monkeypatch.setattr(gm.engine._attempt, "game_master_messages", broken)
 
     async def play() -> tuple[str, BaseException | Any]:
         async with table(store, []) as played:

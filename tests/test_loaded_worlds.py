@@ -8,22 +8,22 @@ from pathlib import Path
 
 import pytest
 
-import gm.world
+import gm.world.loading
 from gm.problems import ProblemsError
-from gm.world import LoadedWorlds
+from gm.world.loading import LoadedWorlds
 
 
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths `world_from_data` (the world's check) was run for."""
     seen: list[str] = []
-    real = gm.world.world_from_data
+    real = gm.world.loading.world_from_data
 
-    def counted(world_data: object, dice_data: object, where: str) -> gm.world.World:
+    def counted(world_data: object, dice_data: object, where: str) -> gm.world.loading.World:
         seen.append(where)
         return real(world_data, dice_data, where)
 
-    monkeypatch.setattr(gm.world, "world_from_data", counted)
+    monkeypatch.setattr(gm.world.loading, "world_from_data", counted)
     return seen
 
 

@@ -10,8 +10,8 @@ from typing import Any
 from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
 from rounds import last_tool_result, narrate_roll, roll_mara, table
 
-from gm.memory import FOLD_AFTER, KEEP_AFTER_FOLD
-from gm.prompt import VERBATIM_ROUNDS
+from gm.engine.memory import FOLD_AFTER, KEEP_AFTER_FOLD
+from gm.engine.prompt import VERBATIM_ROUNDS
 from gm.store import Store
 from gm.testing import reply
 

@@ -1,4 +1,4 @@
-"""The memory keeper's batches (gm.memory): one call for several rounds, each round its own memory,
+"""The memory keeper's batches (gm.engine.memory): one call for several rounds, each round its own memory,
 written in one transaction; never a round missed, even after a crash; and no gap in what the game
 master is shown, whatever the batch size."""
 
@@ -13,12 +13,12 @@ import pytest
 from rounds import function_model, table
 
 from gm import dice
+from gm.engine.game import Game
+from gm.engine.memory import BATCH_ENV, DEFAULT_BATCH, MAX_BATCH, UNLABELLED_LIMIT, memory_batch, read_summaries
+from gm.engine.prompt import VERBATIM_ROUNDS, read_fold, read_keeper_rounds
 from gm.errors import OperatorError, UsageError
-from gm.game import Game
-from gm.memory import BATCH_ENV, DEFAULT_BATCH, MAX_BATCH, UNLABELLED_LIMIT, memory_batch, read_summaries
-from gm.prompt import VERBATIM_ROUNDS, read_fold, read_keeper_rounds
-from gm.records import MemoryEntry, ModelCall
 from gm.store import Store
+from gm.store.records import MemoryEntry, ModelCall
 from gm.testing import Step, reply
 
 

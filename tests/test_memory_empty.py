@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rounds import table
 
-from gm.memory import FOLD_AFTER, summary_text
+from gm.engine.memory import FOLD_AFTER, summary_text
 from gm.store import Store
 from gm.testing import Step, call, reply
 
@@ -75,7 +75,7 @@ def test_an_answer_with_no_text_leaves_the_round_unremembered_until_a_later_roun
                 )
             return t, story, seen
 
-    with caplog.at_level(logging.WARNING, logger="gm.game"):
+    with caplog.at_level(logging.WARNING, logger="gm.engine.game"):
         t, story, seen = run(play())
     assert seen == [([], [1]), ([], [1, 2]), ([], [1, 2, 3]), ([1, 2, 3, 4], [])]
     assert [entry.summary for entry in store.memories(story)] == [f"Summary of round {n}." for n in range(1, 5)]
@@ -140,7 +140,7 @@ def test_an_unexpected_failure_of_the_keeper_is_logged_and_its_rounds_wait(
             await t.game.settle()
             return story
 
-    with caplog.at_level(logging.ERROR, logger="gm.game"):
+    with caplog.at_level(logging.ERROR, logger="gm.engine.game"):
         story = run(play())
     [logged] = [record for record in caplog.records if record.levelno == logging.ERROR]
     assert "the memory keeper failed on story" in logged.getMessage() and logged.exc_info is not None

@@ -20,8 +20,8 @@ from sqlalchemy import Column, MetaData, String, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
-from gm.migrations import FOLDER, INITIAL, config, upgrade
 from gm.store import Store, Story, make_engine
+from gm.store.migrations import FOLDER, INITIAL, config, upgrade
 
 HEAD = "growth_indexes"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gm.model import (
+from gm.models.client import (
     Completion,
     ModelClient,
     ModelError,

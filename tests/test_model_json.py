@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gm.model import ModelUnavailable, _encoded
+from gm.models.client import ModelUnavailable, _encoded
 from gm.testing import raw, reply
 from tests.test_model import complete, served, settings_for
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from gm import dice
-from gm.chances import certain, check_odds, uncertain_targets
-from gm.naturals import read_roll
-from gm.rules import parse_rules, validate
+from gm.rules.chances import certain, check_odds, uncertain_targets
+from gm.rules.checks import parse_rules, validate
+from gm.rules.naturals import read_roll
 
 # Listed from the lowest values to the highest, so a step up is the next band in this list.
 FIVE_BANDS: list[dict[str, Any]] = [

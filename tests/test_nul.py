@@ -20,12 +20,12 @@ from sqlmodel import select
 from test_play import gm, story_id_in
 from web import served_app
 
-from gm.commands import CommandError, parse_command
+from gm._text import UnstorableText
+from gm.engine.commands import CommandError, parse_command
 from gm.errors import RoundFailed
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
-from gm.text import UnstorableText
-from gm.world import check_world
+from gm.world.loading import check_world
 
 
 def start(client: Any) -> tuple[str, dict[str, str]]:

@@ -2,7 +2,8 @@
 validation and world files all run in worker threads, on SQLite and PostgreSQL.
 
 The watch records every statement, commit and pool checkout (where the pool checks its connection:
-gm.pgpool) made on a thread that is running an event loop, and every file opened or folder listed there. A server's
+gm.store._pgpool) made on a thread that is running an event loop, and every file opened or folder listed there. A
+server's
 stories all share that loop, so any of them stalls every other story and request meanwhile.
 """
 
@@ -29,11 +30,11 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from web import keeper_too, served_app
 
-from gm.game import Game
-from gm.round import RoundPaused, RoundResult, RoundSettings
+from gm.engine.game import Game
+from gm.engine.round import RoundPaused, RoundResult, RoundSettings
 from gm.store import Store
+from gm.store._workers import BACKGROUND, SERVER_THREADS, Workers, workers_for
 from gm.testing import reply, slow
-from gm.workers import BACKGROUND, SERVER_THREADS, Workers, workers_for
 
 # A heartbeat that beats during the slow step below, so the lease's renewal is watched too.
 BEATING = RoundSettings(lease_seconds=5.0, heartbeat_seconds=0.05)

@@ -1,4 +1,4 @@
-"""A pooled PostgreSQL connection the server dropped is replaced at checkout (gm.pgpool), never a failed call.
+"""A pooled PostgreSQL connection the server dropped is replaced at checkout (gm.store._pgpool), never a failed call.
 
 SQLite has no server to drop a connection, so these run on PostgreSQL only (CI sets GM_TEST_POSTGRES_URL).
 """
@@ -12,8 +12,8 @@ import pytest
 from conftest import POSTGRES_URL
 from sqlalchemy import text
 
-from gm.pgpool import is_open
 from gm.store import Store
+from gm.store._pgpool import is_open
 
 pytestmark = [
     pytest.mark.skipif(not POSTGRES_URL, reason="a server that drops connections: set GM_TEST_POSTGRES_URL"),

@@ -16,8 +16,8 @@ from command_line import gm, installed_gm
 from rounds import fake
 from web import keeper_too
 
-from gm import cli_story
-from gm.model import ModelClient
+from gm.cli import _story as cli_story
+from gm.models.client import ModelClient
 from gm.testing import FakeModel, Step, call, reply
 
 

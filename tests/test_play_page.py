@@ -22,12 +22,12 @@ from rounds import fake, narrate_roll, roll_mara
 from web import keeper_too, served_app
 
 from gm import dice
-from gm.game import Game
-from gm.model import ModelClient, ModelSettings
-from gm.public import RollPublic
+from gm.engine.game import Game
+from gm.engine.transcript import card, opened, transcript
+from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
 from gm.testing import reply, slow
-from gm.transcript import card, opened, transcript
+from gm.transcript.shapes import RollPublic
 from gm.web.app import create_app
 
 BAD_REQUEST = "the server responded with a status of 400 (Bad Request)"
@@ -260,7 +260,7 @@ def test_a_story_played_in_the_browser(browser: Any, store: Store, worlds: Path)
 
 
 def test_the_cards_read_as_the_terminal_does(browser: Any, store: Store, worlds: Path) -> None:
-    """play.js's cardText/diceLine against gm.transcript's card()/opened(), for every kind of roll."""
+    """play.js's cardText/diceLine against gm.engine.transcript's card()/opened(), for every kind of roll."""
     base_roll = {"id": 1, "reason": "", "target": None, "modifier": 0, "faces": [[4, 4]], "successes": None}
     rolls: list[dict[str, Any]] = [
         {**base_roll, "kind": "player", "character": "Mara", "check": None, "check_name": None, "notation": "2d6+1",

@@ -12,8 +12,8 @@ import pytest
 from command_line import gm
 from rounds import table
 
-from gm import instructions as instructions_module
-from gm.instructions import PROMPT_NAMES, PromptsError, read_prompts, use_prompts
+from gm.engine import instructions as instructions_module
+from gm.engine.instructions import PROMPT_NAMES, PromptsError, read_prompts, use_prompts
 from gm.store import Store
 from gm.testing import reply
 

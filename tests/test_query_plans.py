@@ -1,5 +1,5 @@
 """The reads of every round find their rows through an index that also gives their order, so a round's cost does
-not grow with its story (gm/migrations/versions/growth_indexes.py). SQLite only: its planner has no statistics,
+not grow with its story (gm/store/migrations/versions/growth_indexes.py). SQLite only: its planner has no statistics,
 so which index it takes follows from the indexes there are; PostgreSQL's chooses by the statistics it keeps."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import Executable, event
 
 from gm.store import Store
-from gm.store_rolls import _UNFINISHED_AT, OF_ROUND
-from gm.store_rounds import _MARK_REMEMBERED, _UNREMEMBERED
+from gm.store._rolls import _UNFINISHED_AT, OF_ROUND
+from gm.store._rounds import _MARK_REMEMBERED, _UNREMEMBERED
 
 
 def plan(store: Store, statement: Executable, parameters: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Records built straight into their `__dict__` (gm.records.Built) get what pydantic would give them."""
+"""Records built straight into their `__dict__` (gm.store.records.Built) get what pydantic would give them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,17 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import SQLModel
 
-from gm.records import Attempt, MemoryEntry, ModelCall, PausedRound, RevealRecord, RollRecord, RoundRecord, SeedRecord
-from gm.records import Story as StoryRecord
+from gm.store.records import (
+    Attempt,
+    MemoryEntry,
+    ModelCall,
+    PausedRound,
+    RevealRecord,
+    RollRecord,
+    RoundRecord,
+    SeedRecord,
+)
+from gm.store.records import Story as StoryRecord
 
 TABLES: list[type[SQLModel]] = [
     StoryRecord,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gm.referee import Outcome, Refusal, RoundRoll, referee
+from gm.engine.referee import Outcome, Refusal, RoundRoll, referee
 
 MARA_PICKS = RoundRoll(1, "check", "Mara", "lockpicking", "Partial success", "partial")
 JON_CLIMBS = RoundRoll(2, "check", "Jon", "climb", "Failure", "failed")

@@ -20,15 +20,15 @@ import pytest
 from conftest import HARBOR_WORLD, write_world
 
 from gm import dice
+from gm.engine.game import Game
+from gm.engine.round import RoundResult
 from gm.errors import RoundFailed
-from gm.game import Game
-from gm.public import OutcomePublic, RoundPublic
-from gm.rehearsal import RehearsalModel, RehearsalStuck
-from gm.rehearsal_checks import catch_all, choose_check, is_catch_all, ranked_checks, score, stem, words
-from gm.round import RoundResult
-from gm.rules import Check, parse_rules
+from gm.rehearsal._checks import catch_all, choose_check, is_catch_all, ranked_checks, score, stem, words
+from gm.rehearsal.model import RehearsalModel, RehearsalStuck
+from gm.rules.checks import Check, parse_rules
 from gm.store import Store
-from gm.world import load_world
+from gm.transcript.shapes import OutcomePublic, RoundPublic
+from gm.world.loading import load_world
 
 BANDS_OVER = [
     {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},
@@ -271,7 +271,7 @@ def test_old_summaries_are_folded_into_a_short_rehearsal_summary(store: Store, t
     folder = write_world(tmp_path / "diceless", HARBOR_WORLD, None)
     texts = [f"I wait, hour {number}." for number in range(1, 10)]
     _, story, _ = run(play_rounds(store, folder, texts, []))
-    # rounds 1-4 and 5-8 are remembered in two batches (the default batch, gm.memory); eight summaries
+    # rounds 1-4 and 5-8 are remembered in two batches (the default batch, gm.engine.memory); eight summaries
     # that came four at a time exceed the five then allowed, so the oldest four are folded and four kept
     folded = store.story(story)
     assert folded.summary_through == 4

@@ -12,14 +12,14 @@ import pytest
 from conftest import write_world
 
 from gm import dice
-from gm.chances import certain
-from gm.game import Game
-from gm.rehearsal import RehearsalModel
-from gm.rehearsal_checks import choose_check, target_for
-from gm.round import RoundResult
+from gm.engine.game import Game
+from gm.engine.round import RoundResult
+from gm.rehearsal._checks import choose_check, target_for
+from gm.rehearsal.model import RehearsalModel
+from gm.rules.chances import certain
 from gm.store import Store
-from gm.world import load_world
-from gm.worlddef import CharacterCannotRoll
+from gm.world.definition import CharacterCannotRoll
+from gm.world.loading import load_world
 
 WORLDS = Path(__file__).parent.parent / "worlds"
 SAMPLES = sorted(folder for folder in WORLDS.iterdir() if (folder / "world.json").exists())

@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 from gm import dice
-from gm.audit import audit
-from gm.game import Game
-from gm.rehearsal import RehearsalModel
-from gm.seeds import reveal
+from gm.engine.game import Game
+from gm.engine.transcript import transcript
+from gm.integrity.audit import audit
+from gm.integrity.seeds import reveal
+from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
-from gm.transcript import transcript
-from gm.world import load_world
+from gm.world.loading import load_world
 
 HEIST = Path(__file__).parent.parent / "worlds" / "harbour-heist"
 

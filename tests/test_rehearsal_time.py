@@ -18,12 +18,12 @@ from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
 from test_calendar import CALENDAR
 
 from gm import dice
-from gm.calendar import calendar_from_data
-from gm.game import Game
-from gm.rehearsal import RehearsalModel
-from gm.rehearsal_time import Advance, time_wanted
+from gm.engine.game import Game
+from gm.rehearsal._clock import Advance, time_wanted
+from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
-from gm.world import load_world
+from gm.world.calendar import calendar_from_data
+from gm.world.loading import load_world
 
 SAMPLE = Path(__file__).parent.parent / "worlds" / "harbour-heist"
 

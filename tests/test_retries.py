@@ -25,12 +25,12 @@ from rounds import fake, last_tool_result, narrate_roll, roll_mara, table, tool_
 from sqlmodel import select
 from web import keeper_too, served_app
 
+from gm.engine._earlier_rolls import EARLIER_NOTE
+from gm.engine.round import RoundSettings
+from gm.engine.transcript import render_transcript, transcript
 from gm.errors import OperatorError, RoundFailed
-from gm.retries import EARLIER_NOTE
-from gm.round import RoundSettings
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Request, Step, call, http_error, reply
-from gm.transcript import render_transcript, transcript
 
 LIE = narrate_roll("It opens at once.", "succeeded")  # the roll says partial: refused every time
 
@@ -88,7 +88,7 @@ def test_a_resent_player_roll_is_not_rolled_again(store: Store, harbor: Path) ->
         async with table(store, script, faces=[4, 5, 17], transport="http") as t:
             story = t.game.start_story(harbor)
             command = "/roll 2d6+1 pick the lock"
-            from gm.commands import RollDice, parse_command
+            from gm.engine.commands import RollDice, parse_command
 
             parsed = parse_command(command)
             assert isinstance(parsed, RollDice)
@@ -118,7 +118,7 @@ def test_a_different_player_roll_is_a_new_roll(store: Store, harbor: Path) -> No
 
     async def play() -> Any:
         async with table(store, script, faces=[3, 6], transport="http") as t:
-            from gm.commands import RollDice, parse_command
+            from gm.engine.commands import RollDice, parse_command
 
             story = t.game.start_story(harbor)
             first, second = parse_command("/roll d6 luck"), parse_command("/roll d6 more luck")
@@ -220,9 +220,9 @@ def test_through_the_api_a_retry_gets_the_same_roll(store: Store, worlds: Path) 
 CRASHING_PLAYER = textwrap.dedent(
     """
     import asyncio, sys
-    from gm.game import Game
-    from gm.model import ModelClient, ModelSettings
-    from gm.round import RoundSettings
+    from gm.engine.game import Game
+    from gm.models.client import ModelClient, ModelSettings
+    from gm.engine.round import RoundSettings
     from gm.store import Store
 
     url, base_url, model, story = sys.argv[1:5]
@@ -283,7 +283,7 @@ def test_a_process_killed_between_the_roll_and_the_narration(store: Store, datab
 
 
 def _start_story(store: Store, harbor: Path) -> str:
-    from gm.game import Game
+    from gm.engine.game import Game
 
     class NoModel:
         async def complete(self, *args: Any, **kwargs: Any) -> Any:

@@ -17,11 +17,11 @@ import pytest
 from rounds import last_tool_result, narrate_roll, roll_mara, table, tool_results
 
 from gm import dice
+from gm.engine.round import PlayerRoll, RoundSettings
 from gm.errors import RoundFailed, StoryBusy
-from gm.public import OutcomePublic, RoundPublic
-from gm.round import PlayerRoll, RoundSettings
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, calls, http_error, length, raw, reply, tool_call
+from gm.transcript.shapes import OutcomePublic, RoundPublic
 
 
 def run(coroutine: Any) -> Any:
@@ -403,7 +403,7 @@ def test_a_second_round_of_the_same_story_at_once_is_refused(store: Store, harbo
 
 
 def test_memory_that_fails_is_written_after_a_later_round(store: Store, harbor: Path) -> None:
-    # Round 1's memory fails; after round 2, the two rounds are remembered in one call (gm.memory's batch).
+    # Round 1's memory fails; after round 2, the two rounds are remembered in one call (gm.engine.memory's batch).
     memory = [http_error(400, "bad"), reply("Round 1: Round one, remembered late.\nRound 2: Round two.")]
 
     async def play() -> Any:

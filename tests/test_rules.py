@@ -1,4 +1,4 @@
-"""dice.json validation and band resolution (gm.rules)."""
+"""dice.json validation and band resolution (gm.rules.checks)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from gm.problems import Problem, ProblemsError
-from gm.rules import BandGapError, CheckRollError, Rules, parse_rules, resolve, validate
-from gm.world import load_rules
+from gm.rules.checks import BandGapError, CheckRollError, Rules, parse_rules, resolve, validate
+from gm.world.loading import load_rules
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "dice.json"
 

@@ -29,10 +29,10 @@ import pytest
 from rounds import last_tool_result, narrate_roll, table
 
 from gm import dice
-from gm.chances import check_odds
+from gm.rules.chances import check_odds
 from gm.store import Store
 from gm.testing import Step, call, reply
-from gm.world import check_world, load_world
+from gm.world.loading import check_world, load_world
 
 WORLDS = Path(__file__).resolve().parent.parent / "worlds"
 FOLDERS = sorted(folder for folder in WORLDS.iterdir() if folder.is_dir())

@@ -19,16 +19,16 @@ from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
 from rounds import narrate_roll, table
 from web import keeper_too, served_app
 
-from gm.audit import audit, since
+from gm.engine.round import RoundResult
+from gm.engine.tools.running import tool_schemas
+from gm.engine.transcript import transcript
 from gm.errors import Conflict
-from gm.public import TranscriptPublic
-from gm.round import RoundResult
-from gm.secret import STORY_ENDED
+from gm.integrity.audit import audit, since
+from gm.integrity.secret import STORY_ENDED
 from gm.store import Store
 from gm.testing import call
-from gm.tools import tool_schemas
-from gm.transcript import transcript
-from gm.world import load_world
+from gm.transcript.shapes import TranscriptPublic
+from gm.world.loading import load_world
 
 NOTICE = {"check": "notice", "character": "Mara", "reason": "watch the clerk"}
 

@@ -1,4 +1,4 @@
-"""`gm serve` tunes its process (gm.server_process) once its app is built: the garbage collector and the
+"""`gm serve` tunes its process (gm.web.process) once its app is built: the garbage collector and the
 threads' switch interval, in one process and in each worker; and what that relies on, that a round leaves
 no cyclic garbage behind."""
 
@@ -23,11 +23,11 @@ from rounds import narrate_roll, roll_mara
 from test_api import start
 from web import served_app
 
-from gm import server_process
-from gm.cli_serve import KEEP_ALIVE_SECONDS, WORKER_ARGUMENTS, worker_app
-from gm.server_process import SWITCH_SECONDS, Collector
+from gm.cli._serve import KEEP_ALIVE_SECONDS, WORKER_ARGUMENTS, worker_app
 from gm.store import Store
 from gm.testing import reply
+from gm.web import process as server_process
+from gm.web.process import SWITCH_SECONDS, Collector
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from rounds import table
 
-from gm.model import decided_tool_mode
-from gm.public import OutcomePublic
+from gm.engine.transcript import transcript
+from gm.models.client import decided_tool_mode
 from gm.store import Store
 from gm.testing.shapes import NARRATION, SHAPES, THINKING, Shape, round_script
-from gm.transcript import transcript
+from gm.transcript.shapes import OutcomePublic
 
 ROLLED = [name for name, shape in SHAPES.items() if shape.plain is None]
 PLAIN = [name for name, shape in SHAPES.items() if shape.plain is not None]
@@ -89,7 +89,7 @@ def test_tools_prompted_plays_each_form_of_text_call(store: Store, harbor: Path,
 
 
 def test_a_server_refusing_tools_with_tools_native_says_what_to_change(store: Store, harbor: Path) -> None:
-    from gm.model import ModelRequestRejected
+    from gm.models.client import ModelRequestRejected
 
     with pytest.raises(ModelRequestRejected, match="takes no tools, so play with --tools prompted"):
         play(store, harbor, SHAPES["ollama-no-tools"], tools="native")

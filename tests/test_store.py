@@ -10,7 +10,7 @@ import time
 from sqlalchemy import text
 
 from gm.store import MemoryEntry, RollRecord, RoundRecord, Store, Story
-from gm.store_tables import reader_of
+from gm.store._base import reader_of
 
 
 def new_story(store: Store) -> Story:

@@ -1,4 +1,4 @@
-"""A batch of a transaction's statements (gm.store_batch), on SQLite and PostgreSQL: the same rows and errors as
+"""A batch of a transaction's statements (gm.store._batch), on SQLite and PostgreSQL: the same rows and errors as
 `Connection.execute`, and on PostgreSQL one round trip with the transaction's BEGIN (and COMMIT, if asked)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from gm.records import Attempt, MemoryEntry, RoundRecord, Story
 from gm.store import Store
-from gm.store_batch import Batch
-from gm.store_rounds import memories_between, newest_rounds, newest_rounds_queued
-from gm.store_tables import StoryNotFound, table_of, values_of
+from gm.store._base import StoryNotFound, table_of, values_of
+from gm.store._batch import Batch
+from gm.store._rounds import memories_between, newest_rounds, newest_rounds_queued
+from gm.store.records import Attempt, MemoryEntry, RoundRecord, Story
 
 STORIES = table_of(Story)
 

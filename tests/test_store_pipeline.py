@@ -1,4 +1,4 @@
-"""A batch sent through libpq's pipeline on PostgreSQL (gm.store_pipeline): SQLAlchemy's placeholders rewritten as
+"""A batch sent through libpq's pipeline on PostgreSQL (gm.store._pipeline): SQLAlchemy's placeholders rewritten as
 PostgreSQL's, and what a batch leaves behind when a statement fails, a value cannot be written, or the server
 goes away (the connection usable again, or replaced)."""
 
@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import Connection, bindparam, insert, literal_column, select, text, update
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError, ProgrammingError
 
-from gm.records import Story
 from gm.store import Store
-from gm.store_batch import Batch
-from gm.store_pipeline import numbered
-from gm.store_tables import table_of, values_of
+from gm.store._base import table_of, values_of
+from gm.store._batch import Batch
+from gm.store._pipeline import numbered
+from gm.store.records import Story
 
 STORIES = table_of(Story)
 
@@ -122,9 +122,9 @@ def test_a_batch_that_fails_while_its_results_are_read_closes_its_connection_for
 ) -> None:
     """Results left unread in libpq's pipeline would be read as the next transaction's: that connection is never
     used again (here the failure is made, after the batch is written)."""
-    import gm.store_pipeline
+    import gm.store._pipeline
 
-    exchange = gm.store_pipeline._exchange
+    exchange = gm.store._pipeline._exchange
 
     def failing(pgconn: object) -> object:
         while pgconn.flush():  # type: ignore[attr-defined]
@@ -132,7 +132,7 @@ def test_a_batch_that_fails_while_its_results_are_read_closes_its_connection_for
         raise RuntimeError("interrupted")
         yield from exchange(pgconn)
 
-    monkeypatch.setattr(gm.store_pipeline, "_exchange", failing)
+    monkeypatch.setattr(gm.store._pipeline, "_exchange", failing)
     with pytest.raises(RuntimeError, match="interrupted"), postgres_store.transaction() as connection:
         used = connection.connection.driver_connection
         assert used is not None
@@ -140,7 +140,7 @@ def test_a_batch_that_fails_while_its_results_are_read_closes_its_connection_for
         batch.add(insert(STORIES), values_of(Story(title="lost", world_data={}, settings={})))
         batch.send()  # (with its COMMIT the server would have committed it: the client failed, not the server)
     assert used.closed
-    monkeypatch.setattr(gm.store_pipeline, "_exchange", exchange)
+    monkeypatch.setattr(gm.store._pipeline, "_exchange", exchange)
     assert titles(postgres_store) == []
     assert the_next_transaction_writes_on_another_connection(postgres_store, used)
 
@@ -228,9 +228,9 @@ def test_where_psycopg_prepares_statements_itself_gm_prepares_none(postgres_stor
 def test_past_its_bound_a_connection_runs_new_statements_unnamed(
     postgres_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gm.store_pipeline
+    import gm.store._pipeline
 
-    monkeypatch.setattr(gm.store_pipeline, "PREPARED_PER_CONNECTION", 1)
+    monkeypatch.setattr(gm.store._pipeline, "PREPARED_PER_CONNECTION", 1)
     with postgres_store.transaction() as connection:
         batch = Batch(connection)
         sums = [batch.add(text(f"SELECT CAST(:n AS integer) + {plus}"), {"n": 1}) for plus in (1, 2, 3)]

@@ -19,12 +19,12 @@ from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import event
 from sqlmodel import Session, select
 
-from gm.chain import roll_hash
 from gm.errors import LeaseLost
-from gm.public import RollPublic
+from gm.integrity.chain import roll_hash
 from gm.store import Attempt, MemoryEntry, RollRecord, RoundRecord, Store, Story, make_engine
+from gm.store._workers import Workers
 from gm.testing import calls, reply, tool_call
-from gm.workers import Workers
+from gm.transcript.shapes import RollPublic
 
 
 @contextmanager
@@ -54,7 +54,7 @@ def test_a_rolled_round_takes_three_transactions_and_a_plain_one_two(store: Stor
     async def play() -> tuple[dict[str, int], dict[str, int]]:
         async with table(store, [roll_mara(), narrate_roll(), reply("The quay is quiet.")], faces=[11]) as t:
             story = t.game.start_story(harbor, settings={"judge": "off"})
-            t.game.world(story)  # the story's world is read once and then kept (gm.game), before counting
+            t.game.world(story)  # the story's world is read once and then kept (gm.engine.game), before counting
             with counted(store) as rolled:
                 await t.game.play(story, "I pick the lock.")
             await t.game.settle()
@@ -191,7 +191,7 @@ def round_record(
 
 @contextmanager
 def handed_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The work async code hands to the store's worker threads (gm.workers) while the block runs, by name."""
+    """The work async code hands to the store's worker threads (gm.store._workers) while the block runs, by name."""
     handed: list[str] = []
     run = Workers.run
 
@@ -218,7 +218,7 @@ def test_a_round_hands_its_work_to_the_database_thread_once_a_step(
             unjudged = t.game.start_story(harbor, settings={"judge": "off"})
             judged = t.game.start_story(harbor)
             for story in (unjudged, judged):
-                t.game.world(story)  # read once and kept (gm.game), before counting
+                t.game.world(story)  # read once and kept (gm.engine.game), before counting
             seen = {}
             for name, story, text in [
                 ("rolled", unjudged, "I pick."),

@@ -23,15 +23,15 @@ from rounds import fake, narrate_roll, roll_mara, table, tool_results
 from sqlmodel import select
 from web import keeper_too, served_app
 
-from gm.audit import audit
-from gm.chain import roll_hash
+from gm.engine.paused import question_of
+from gm.engine.round import RoundPaused, RoundResult
+from gm.engine.transcript import transcript
+from gm.engine.typed_dice import WrongFaces
 from gm.errors import Conflict
-from gm.paused import question_of
-from gm.round import RoundPaused, RoundResult
+from gm.integrity.audit import audit
+from gm.integrity.chain import roll_hash
 from gm.store import Attempt, RollRecord, Store
-from gm.table import WrongFaces
 from gm.testing import Request, Step, honest_judge, is_judge_request, reply
-from gm.transcript import transcript
 
 QUESTION = "Roll 1d20 for Risky attempt, Mara: type the faces"
 PLAYER = {"dice_from": "player"}
@@ -158,8 +158,8 @@ def test_another_process_continues_a_paused_round(store: Store, harbor: Path, da
         program = textwrap.dedent(
             f"""
             import asyncio, json
-            from gm.game import Game
-            from gm.model import ModelClient, ModelSettings
+            from gm.engine.game import Game
+            from gm.models.client import ModelClient, ModelSettings
             from gm.store import Store
             game = Game(ModelClient(ModelSettings({served.base_url!r}, "k", {served.model!r})), Store({database_url!r}))
             async def main():

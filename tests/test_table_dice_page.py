@@ -15,9 +15,9 @@ from browser import opened_page as open_page
 from rounds import narrate_roll, roll_mara
 from test_play_page import serving
 
-from gm.paused import question_of
+from gm.engine.paused import question_of
+from gm.engine.transcript import transcript
 from gm.store import Store
-from gm.transcript import transcript
 
 QUESTION = "Roll 1d20 for Risky attempt, Mara: type the faces"
 

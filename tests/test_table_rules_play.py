@@ -16,12 +16,12 @@ from typing import Any
 
 from rounds import last_tool_result, narrate_roll, table, tool_results
 
-from gm.audit import audit
+from gm.engine.tools.running import tool_schemas
+from gm.engine.transcript import opened, opened_lines, transcript
+from gm.integrity.audit import audit
 from gm.store import Store
 from gm.testing import call
-from gm.tools import tool_schemas
-from gm.transcript import opened, opened_lines, transcript
-from gm.world import load_world
+from gm.world.loading import load_world
 
 WORLDS = Path(__file__).parent.parent / "worlds"
 

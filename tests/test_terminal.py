@@ -23,7 +23,7 @@ from rounds import table
 from test_play import gm, story_id_in
 from web import keeper_too
 
-from gm.chat import Chat
+from gm.chat.terminal import Chat
 from gm.store import Store
 from gm.testing import reply
 

@@ -14,7 +14,6 @@ from typing import Any
 import openai
 import pytest
 
-from gm.openai_schemas import explain, load_validator
 from gm.testing import (
     FakeModel,
     Request,
@@ -28,6 +27,7 @@ from gm.testing import (
     slow,
     tool_call,
 )
+from gm.testing._openai_schemas import explain, load_validator
 
 SCHEMAS = Path(__file__).parent / "openai"
 REQUEST_SCHEMA = SCHEMAS / "chat-completion-request.schema.json"

@@ -16,10 +16,10 @@ from conftest import write_world
 from rounds import narrate_roll, roll_mara, table, tool_results
 from sqlmodel import select
 
-from gm.referee import MAX_NARRATION
+from gm.engine.referee import MAX_NARRATION
+from gm.engine.tools.running import MAX_REASON, MAX_TARGET
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
-from gm.tools import MAX_REASON, MAX_TARGET
 
 
 def check_call(**changes: Any) -> Step:
@@ -119,8 +119,8 @@ def test_a_narration_over_the_bound_is_refused(store: Store, tmp_path: Path, how
 
 
 def test_the_bounds_are_in_the_tool_schemas(harbor: Path) -> None:
-    from gm.tools import tool_schemas
-    from gm.world import load_world
+    from gm.engine.tools.running import tool_schemas
+    from gm.world.loading import load_world
 
     tools = {
         tool["function"]["name"]: tool["function"]["parameters"]["properties"]

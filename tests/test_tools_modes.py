@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gm.model import (
+from gm.models.client import (
     Completion,
     ModelClient,
     ModelNotConfigured,

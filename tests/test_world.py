@@ -1,4 +1,5 @@
-"""world.json and a world folder: validation, coverage per character, and what a world can be asked (gm.world)."""
+"""world.json and a world folder: validation, coverage per character, and what a world can be asked
+(gm.world.loading)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any
 import pytest
 
 from gm.problems import Problem, ProblemsError
-from gm.rules import parse_rules
-from gm.world import check_world, load_world
-from gm.worlddef import Character, CharacterCannotRoll, World, modifier_for, validate_world, world_from_data
+from gm.rules.checks import parse_rules
+from gm.world.definition import Character, CharacterCannotRoll, World, modifier_for, validate_world, world_from_data
+from gm.world.loading import check_world, load_world
 
 
 def world_json(**changes: Any) -> dict[str, Any]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from gm.prompt import describe_world
-from gm.tools import tool_schemas
-from gm.world import load_world
-from gm.worldcache import PerWorld
+from gm.engine.prompt import describe_world
+from gm.engine.tools.running import tool_schemas
+from gm.world._cache import PerWorld
+from gm.world.loading import load_world
 
 
 def test_a_value_is_built_once_per_world_object_and_the_oldest_goes_past_the_bound() -> None:

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from rounds import Transport, fake, function_model
 
 from gm import dice
-from gm.game import Game
-from gm.model import ModelClient, ModelSettings
+from gm.engine.game import Game
+from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
 from gm.testing import FakeModel, FunctionModel, Script, honest_judge, is_judge_request, reply
 from gm.web.app import create_app

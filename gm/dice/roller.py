@@ -23,7 +23,7 @@ DiceSource = Callable[[int, int], list[int]]
 
 @runtime_checkable
 class PerRollSource(Protocol):
-    """A dice source whose faces depend on which roll they belong to (such as `gm.fair.FairDice`).
+    """A dice source whose faces depend on which roll they belong to (such as `gm.integrity.fair.FairDice`).
 
     Whoever rolls calls `start_roll` before each roll and rolls with the source it returns.
     """

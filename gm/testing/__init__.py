@@ -43,7 +43,7 @@ Ollama, llama.cpp's server, LM Studio, calls written as text, the quirks) as `ra
 `round_script(shape)` plays an honest round through one; `gm.testing.endpoint` is a whole fake
 endpoint that takes tools natively or refuses them, for `gm model check`.
 
-A fake judge (see `gm.judge`): `honest_judge` reads every outcome as told as its roll came out;
+A fake judge (see `gm.engine.judge`): `honest_judge` reads every outcome as told as its roll came out;
 `judge_answer(("Mara", "succeeded", "the lock gives"), ...)` gives chosen verdicts. Both answer as
 the forced tool call when the request offers the judge's tool, else as JSON text.
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gm.model import Completion, read_completion, request_options
+from gm.models.client import Completion, read_completion, request_options
 from gm.testing.script import Answer, AnyScript, HttpError, Raw, Request, Scripted
 
 

@@ -1,4 +1,4 @@
-"""Script steps for a fake judge: an honest one, and one that gives chosen verdicts (see gm.judge).
+"""Script steps for a fake judge: an honest one, and one that gives chosen verdicts (see gm.engine.judge).
 
 Each answers in the way the request asks for it: as the forced tool call when the request offers
 the judge's tool, else as JSON text (which is what `response_format` and the text mode both read).
@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gm.judge import FORMAT_NAME
-from gm.prompt import JudgeRequest, read_judge_request
+from gm.engine.judge import FORMAT_NAME
+from gm.engine.prompt import JudgeRequest, read_judge_request
 from gm.testing.script import Answer, Request, StepFunction, call, reply
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from gm.openai_schemas import load_validator, problems
+from gm.testing._openai_schemas import load_validator, problems
 
 Request: TypeAlias = dict[str, Any]
 UsageSpec: TypeAlias = tuple[int, int] | Literal["estimate"] | None

@@ -4,7 +4,7 @@ Every story has an unguessable id and a secret token given once at creation; eac
 story needs `Authorization: Bearer <token>`. With GM_API_TOKEN set, creating a story needs
 `Authorization: Bearer <GM_API_TOKEN>`. Errors are JSON, `{"error": "<one sentence>"}`, with a 4xx
 status for bad input; a round the model could not finish is 502, a story busy with another round 409
-(the mapping is `gm.web.errors`; the shapes and the documented statuses are `gm.web.schemas`).
+(the mapping is `gm.web._errors`; the shapes and the documented statuses are `gm.web.schemas`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from gm.commands import RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.commands import RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.paused import NOTHING_WAITING, question_of, refuse_if_waiting
+from gm.engine.round import NOTHING_TO_REGENERATE, RoundEvents, RoundPaused, RoundResult
+from gm.engine.transcript import story_public, transcript
+from gm.engine.typed_dice import read_faces
 from gm.errors import Conflict, GmError, NotFound, UsageError
-from gm.paused import NOTHING_WAITING, question_of, refuse_if_waiting
-from gm.public import StoryPublic, TranscriptPublic
-from gm.round import NOTHING_TO_REGENERATE, RoundEvents, RoundPaused, RoundResult
-from gm.secret import refuse_if_ended
+from gm.integrity.secret import refuse_if_ended
 from gm.store import Story
-from gm.table import read_faces
-from gm.transcript import story_public, transcript
+from gm.transcript.shapes import StoryPublic, TranscriptPublic
 from gm.web.schemas import (
     EVENT_STREAM,
     AbandonedOut,
@@ -106,7 +106,7 @@ def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> StartedOut:
 @router.get("/stories/{story_id}", responses=errors(401, 404))
 def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPublic:
     """The story with its whole transcript (the shape of `gm show --json`), as its player sees it: a secret
-    roll not yet revealed has no card, and is a sealed stub in the chain (gm.secret)."""
+    roll not yet revealed has no card, and is a sealed stub in the chain (gm.integrity.secret)."""
     app.story(story_id, token)
     return transcript(app.game.store, story_id, player=True)
 

@@ -13,17 +13,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gm._hosts import LOOPBACK_HOSTS
+from gm.engine.game import Game
 from gm.errors import GmError
-from gm.game import Game
-from gm.hosts import LOOPBACK_HOSTS
-from gm.web import pages
+from gm.web import _pages as pages
+from gm.web._api_integrity import router as integrity_router
+from gm.web._errors import answer_error, error_body
+from gm.web._fast_messages import FastMessages
+from gm.web._limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
 from gm.web.api import router
-from gm.web.api_integrity import router as integrity_router
-from gm.web.compat_api import CHAT_PATH
-from gm.web.compat_api import router as compat_router
-from gm.web.errors import answer_error, error_body
-from gm.web.fast_messages import FastMessages
-from gm.web.limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
+from gm.web.compat.routes import CHAT_PATH
+from gm.web.compat.routes import router as compat_router
 from gm.web.schemas import tidy_openapi
 from gm.web.service import Service
 
@@ -45,7 +45,7 @@ def create_app(
 ) -> FastAPI:
     """The whole web app around one Game; everything a round needs lives in the game's database.
 
-    The app answers only to the Host names `api_hosts` (`gm serve` passes `gm.hosts.allowed_hosts` of
+    The app answers only to the Host names `api_hosts` (`gm serve` passes `gm._hosts.allowed_hosts` of
     its address: loopback names on a loopback address, any elsewhere), so a page whose DNS name is
     rebound to 127.0.0.1 cannot play stories from a visitor's browser. The editor writes world files,
     so it answers only to `editor_hosts`, and asks for `editor_login` when given one (which any Host
@@ -68,7 +68,7 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
     app.openapi = lambda: app.openapi_schema or _described(app)  # type: ignore[method-assign]
-    app.add_middleware(FastMessages, service=app.state.service)  # inside the two guards below (gm.web.fast_messages)
+    app.add_middleware(FastMessages, service=app.state.service)  # inside the two guards below (gm.web._fast_messages)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, wider={CHAT_PATH: MAX_CHAT_BYTES})
     app.add_middleware(HostGuard, hosts=api_hosts)  # added last, so it runs first
     if editor:

@@ -3,8 +3,8 @@
 Every error the API answers is `{"error": "<one sentence>"}` (`ErrorOut`), whatever its status, and
 each route documents the statuses it can answer (`errors(...)`): the fuzz test
 (tests/test_api_fuzz.py) holds the server to this description. The statuses are mapped from gm's
-errors in one place, `gm.web.errors`; 400 for a Host this server does not answer to and 413 for a
-body over 64 KB come from the request guards in `gm.web.limits`, before any route.
+errors in one place, `gm.web._errors`; 400 for a Host this server does not answer to and 413 for a
+body over 64 KB come from the request guards in `gm.web._limits`, before any route.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from gm.commands import MAX_LINE
-from gm.public import QuestionPublic, RoundPublic, StoryPublic
+from gm.engine.commands import MAX_LINE
+from gm.transcript.shapes import QuestionPublic, RoundPublic, StoryPublic
 
 
 class ErrorOut(BaseModel):
@@ -103,7 +103,9 @@ class StoryIn(BaseModel):
         description="'off' plays the story without the narration judge (it then says so); "
         "by default, the server's choice. The judge's model is the server's.",
     )
-    fair: bool = Field(default=False, description="provably fair dice: derived from a seed committed now (gm.fair)")
+    fair: bool = Field(
+        default=False, description="provably fair dice: derived from a seed committed now (gm.integrity.fair)"
+    )
     player_seed: str | None = Field(
         default=None, max_length=200, description="with fair: the player's own seed, mixed into the dice"
     )

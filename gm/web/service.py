@@ -9,13 +9,13 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gm._lru import LRU
+from gm.engine.game import Game
 from gm.errors import NotFound, Unauthorized
-from gm.game import Game
-from gm.lru import LRU
 from gm.problems import ProblemsError
 from gm.store import Story, StoryNotFound
-from gm.world import LoadedWorlds
-from gm.worlddef import WORLD_FILE, World
+from gm.world.definition import WORLD_FILE, World
+from gm.world.loading import LoadedWorlds
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 CACHED_TOKENS = 4096  # stories whose token hash is kept (about 300 bytes each), so their rounds skip a database read

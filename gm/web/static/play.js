@@ -34,13 +34,13 @@ let asking = null; // the question of a round paused for the player's dice (dice
 let paused = null; // that round as drawn so far in this page (its player text and rolls), or null
 const openCards = new Set(); // ids of the rolls whose card the player opened
 
-// ---- dice cards: the same words as gm.transcript's card() and opened() ----
+// ---- dice cards: the same words as gm.engine.transcript's card() and opened() ----
 
 function signed(number) {
   return number > 0 ? `+${number}` : String(number);
 }
 
-/** The closed card: "Risky attempt - Mara: Partial success" (as card() in gm/transcript.py). */
+/** The closed card: "Risky attempt - Mara: Partial success" (as card() in gm/engine/transcript.py). */
 export function cardText(roll) {
   const who = roll.character || "the game master";
   if (roll.kind === "check") {
@@ -72,7 +72,7 @@ export function diceLine(roll) {
   return reading + earlier;
 }
 
-/** A fraction in text ("9/20") as a percentage, as percent() in gm/transcript.py writes it. */
+/** A fraction in text ("9/20") as a percentage, as percent() in gm/engine/transcript.py writes it. */
 export function percent(probability) {
   const [top, bottom] = String(probability).split("/");
   const numerator = BigInt(top);
@@ -81,7 +81,7 @@ export function percent(probability) {
   return `${tenths / 10n}.${tenths % 10n}%`;
 }
 
-/** Each band's chance at the moment of the roll, as odds_text() in gm/transcript.py. */
+/** Each band's chance at the moment of the roll, as odds_text() in gm/engine/transcript.py. */
 export function oddsText(roll) {
   const chances = roll.chances || [];
   const about = chances.every((chance) => chance.exact) ? "" : "about ";

@@ -1,0 +1,1 @@
+"""The terminal chat behind `gm play`."""

@@ -1,0 +1,127 @@
+"""A story's round lease while a round runs: taken as the round opens, renewed by a heartbeat, let go as it ends.
+
+Two rounds of one story never run at once, even in two processes sharing a database: a round takes
+the story's lease in the transaction that opens its attempt (`Store.open_attempt`, or
+`gm.engine.paused.take_paused` for a round taken up again), with one conditional UPDATE that comes first,
+so a story another round holds is refused before anything else is read or written (`LeaseBusy`);
+the round waits and tries again for `wait_seconds`, then `StoryBusy`. The lease is short - by
+default 20 s - and a heartbeat task renews it every 5 s for as long as the round runs, so a round
+may take as long as its model calls need (8 calls of up to 120 s each), while a process killed
+mid-round (`kill -9`, a lost machine) holds its story at most `lease_seconds` after its last
+renewal. The next round of the story then marks the dead process's attempt abandoned.
+
+A process can still lose its lease while alive (paused longer than the lease, or cut off from the
+database while another took it over), so the lease also fences the round's end: the transaction
+that writes the accepted round (`Store.accept_round(..., holder=...)`) or keeps a round paused for
+dice (`gm.engine.paused.keep_paused`) writes it only if this round still holds the lease, else it raises
+`LeaseLost` and the round fails with one sentence, its rolls kept. That same transaction lets the
+lease go. A round that ends any other way (a refusal as it opens, a model error, a cancel, a lost
+lease, a bug) lets it go in a transaction of its own (`RoundLease.release`), as does a round whose
+opening failed after its lease was taken.
+
+The times are `RoundSettings.lease_seconds` and `.heartbeat_seconds`; `gm serve` reads them from
+`GM_LEASE_SECONDS` and `GM_HEARTBEAT_SECONDS`. The heartbeat must beat at least twice a lease, so
+one slow renewal does not lose it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from gm.store import Store
+from gm.store._stories import BUSY as BUSY
+from gm.store._stories import Claim, LeaseBusy
+
+if TYPE_CHECKING:
+    from gm.engine.round import RoundSettings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def check_settings(settings: RoundSettings) -> None:
+    """Refuse lease times that cannot work: a heartbeat must come at least twice in every lease."""
+    if settings.lease_seconds <= 0 or settings.heartbeat_seconds <= 0:
+        raise ValueError("the lease and its heartbeat must both last more than 0 seconds")
+    if settings.heartbeat_seconds * 2 > settings.lease_seconds:
+        raise ValueError(
+            f"the heartbeat ({settings.heartbeat_seconds:g} s) must beat at least twice in each lease"
+            f" ({settings.lease_seconds:g} s)"
+        )
+
+
+class RoundLease:
+    """One round's hold on its story: taken by the transaction that opens the round, renewed while it runs."""
+
+    def __init__(self, store: Store, story_id: str, settings: RoundSettings) -> None:
+        check_settings(settings)
+        self.store, self.story_id, self.settings = store, story_id, settings
+        self.claim = Claim(uuid.uuid4().hex, settings.lease_seconds)
+        self.ending = False  # set as the round's last transaction (which lets the lease go) is handed over
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    @property
+    def holder(self) -> str:
+        return self.claim.holder
+
+    async def open(self, work: Callable[..., T], *arguments: Any) -> T:
+        """`work(*arguments)` in a worker thread (`Store.off_loop`): work that takes the lease with `self.claim`
+        first thing, raising `LeaseBusy` if it is held. Tried again every 50 ms for `wait_seconds`, then
+        `StoryBusy`. Once it has returned, the heartbeat renews the lease until the round ends."""
+        deadline = time.monotonic() + self.settings.wait_seconds
+        while True:
+            try:
+                # Not synced by itself (`durable=False`): a power cut may lose an opening that nobody was told of;
+                # the round's first roll or its accepted round syncs it with them (gm.store._commit_groups).
+                opened = await self.store.off_loop(work, *arguments, durable=False)
+            except LeaseBusy:  # nothing was done: the lease is another round's
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.05)
+                continue
+            except BaseException:  # refused, or failed after it was taken: never left held
+                await self.release()
+                raise
+            name = f"heartbeat {self.story_id}"
+            self._heartbeat = asyncio.create_task(self._beat(), name=name)
+            return opened
+
+    async def stop(self) -> None:
+        """Stop renewing: the round's last transaction let the lease go (or it is let go next)."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat  # a renewal already running ends first (gm.store._workers)
+            self._heartbeat = None
+
+    async def release(self) -> None:
+        """Stop renewing and let the lease go, in a transaction of its own: for a round that did not end in one
+        that let it go. Only the holder's lease is let go: one another round took meanwhile stays its own."""
+        await self.stop()
+        try:
+            await self.store.off_loop(self.store.release_lease, self.story_id, self.holder, durable=False)
+        except Exception:  # the round's own error is the one to tell; an unreleased lease runs out by itself
+            log.warning("story %s: its lease could not be let go; it runs out", self.story_id, exc_info=True)
+
+    async def _beat(self) -> None:
+        """Renew the lease every `heartbeat_seconds` until stopped; a lost lease is left to the fence at the end."""
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_seconds)
+            try:
+                renewed = await self.store.off_loop(
+                    self.store.renew_lease, self.story_id, self.holder, self.settings.lease_seconds, durable=False
+                )
+            except Exception:  # the database is out of reach for now: try again at the next beat
+                log.warning("the lease of story %s could not be renewed; trying again", self.story_id, exc_info=True)
+                continue
+            if not renewed:
+                if not self.ending:  # not let go by the round's own last transaction, but taken
+                    log.warning("story %s: this round lost its lease, so it will not be saved", self.story_id)
+                return

@@ -1,0 +1,169 @@
+"""The tools offered to the game master in a world: their JSON schemas, and a check of each one's arguments.
+
+Both are a pure function of the world, so they are built once per World object and shared by
+every round of it (gm.world._cache); `gm.engine.tools.running` runs the calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
+from gm.engine.referee import MAX_NARRATION
+from gm.engine.tools._argcheck import Check, compile_schema
+from gm.engine.tools.tabletop import roll_check_properties
+from gm.world._cache import PerWorld
+from gm.world.calendar import advance_time_schema
+from gm.world.definition import World
+
+# Bounds on what the model sends, so nothing it writes can overflow a column or fill a round with junk:
+# a target as large as a notation's constants, a reason of a short sentence, a roll id an integer column holds.
+MAX_TARGET = MAX_CONSTANT
+MAX_REASON = 300
+MAX_ROLL_ID = 2**31 - 1
+MAX_DEPTH = 8  # nesting of a call's arguments: as deep as narrate's, with room
+
+
+def _bounded_reason(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool's parameters with its `reason` held to the bound every tool's reason has."""
+    return {**parameters, "reason": {**parameters["reason"], "maxLength": MAX_REASON}}
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentCheck:
+    """What a tool's arguments must be: jsonschema's validator of its schema, and the same schema compiled
+    into a quick yes for valid arguments (`gm.engine.tools._argcheck`; None where the schema is beyond it, or lets
+    arguments nest more than MAX_DEPTH deep, so a yes also says the arguments are not too deep)."""
+
+    validator: Draft202012Validator
+    accepts: Check | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Offered:
+    """The tools offered in a world, and a check of each one's arguments, built once per World."""
+
+    tools: tuple[dict[str, Any], ...]
+    checks: dict[str, ArgumentCheck]
+
+
+def _offer(world: World) -> _Offered:
+    tools = tuple(_tool_schemas(world))
+    checks = {}
+    for tool in tools:
+        parameters = tool["function"]["parameters"]
+        accepts = compile_schema(parameters, deepest=MAX_DEPTH)
+        checks[tool["function"]["name"]] = ArgumentCheck(Draft202012Validator(parameters), accepts)
+    return _Offered(tools, checks)
+
+
+_offered = PerWorld(_offer)
+
+
+def argument_checks(world: World) -> dict[str, ArgumentCheck]:
+    """A check of each offered tool's arguments, by tool name (shared, like the schemas)."""
+    return _offered(world).checks
+
+
+def tool_schemas(world: World) -> list[dict[str, Any]]:
+    """The function tools offered for this world; roll_check only where the world has checks.
+
+    Built once per World object and shared by every round of it: read them, never change them.
+    """
+    return list(_offered(world).tools)
+
+
+def _tool_schemas(world: World) -> list[dict[str, Any]]:
+    names = [character.name for character in world.characters]
+    tools = []
+    if world.rules is not None and world.rules.checks:
+        tools.append(
+            _function(
+                "roll_check",
+                "Roll one of the world's checks for a character when an attempt's outcome is uncertain "
+                "(a roll that could only end one way at the target given is refused, and nothing is rolled). "
+                "Returns the roll id and its band (label, result, critical), never the number. "
+                "Rolling the same check for the same character again this round returns the first roll.",
+                roll_check_properties(world, names, MAX_TARGET, MAX_REASON),
+                ["check", "character", "reason"],
+            )
+        )
+    tools.append(
+        _function(
+            "roll_dice",
+            "Roll plain dice (such as damage or a random table) in dice notation like 2d6+1. Returns the total.",
+            {
+                "notation": {
+                    "type": "string",
+                    "maxLength": MAX_LENGTH,
+                    "description": "Dice notation: NdM, dM, d%, kh/kl/dh/dl, + and -.",
+                },
+                "reason": {"type": "string", "maxLength": MAX_REASON},
+            },
+            ["notation", "reason"],
+        )
+    )
+    if world.rules is not None and any(check.secret for check in world.rules.checks):
+        tools.append(_reveal_roll_schema())
+    if world.calendar is not None:
+        tools.append(
+            _function(
+                "advance_time",
+                "Move the story's clock on when time passes in the story (a wait, a journey, a night's sleep); "
+                "not for the moments an action takes. Time never goes backwards. Returns the new date and time.",
+                _bounded_reason(advance_time_schema()),
+                ["amount", "unit", "reason"],
+            )
+        )
+    tools.append(
+        _function(
+            "narrate",
+            "End the round: the narration the player reads, and one outcome per character whose fate was at stake. "
+            "A character rolled for with roll_check must have an outcome naming that roll, with the roll's result.",
+            {
+                "narration": {"type": "string", "maxLength": MAX_NARRATION},
+                "outcomes": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "character": {"type": "string", "enum": names},
+                            "result": {"type": "string", "enum": ["succeeded", "partial", "failed"]},
+                            "roll": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": MAX_ROLL_ID,
+                                "description": "The roll id that settled this outcome.",
+                            },
+                        },
+                        "required": ["character", "result"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            ["narration", "outcomes"],
+        )
+    )
+    return tools
+
+
+def _reveal_roll_schema() -> dict[str, Any]:
+    """reveal_roll, offered only in a world with a secret check (gm.integrity.secret)."""
+    return _function(
+        "reveal_roll",
+        "Show the player a secret check's roll, which they cannot see until you reveal it or the story ends "
+        "(when the truth comes out in the story). Returns the roll's band.",
+        {
+            "roll": {"type": "integer", "minimum": 1, "maximum": MAX_ROLL_ID, "description": "The secret roll's id."},
+            "reason": {"type": "string", "maxLength": MAX_REASON, "description": "Why it comes to light now."},
+        },
+        ["roll", "reason"],
+    )
+
+
+def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}

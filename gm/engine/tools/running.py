@@ -1,0 +1,383 @@
+"""The tools the model sees (roll_check, roll_dice, advance_time, narrate): what calling them does.
+
+advance_time is offered only in a world with a calendar (see `gm.world.calendar`): it moves the round's
+clock on, which the round stores as the time it ended at.
+
+The model learns a check roll's band, never its number. A bad call (malformed JSON, an unknown
+tool, check or character, a missing or unwanted target, a check whose outcome is certain at the
+target given, the referee's refusals) raises `ModelRetry` with a sentence the model can act on; the
+round loop sends it back as `{"error": "..."}` and counts it as a refusal. A roll whose value falls
+in a band gap is no one's mistake: it is an ordinary result marked `void`, with a message.
+Their schemas, and the validators of their arguments, are in `gm.engine.tools.offered`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from gm import dice
+from gm.dice.result import Roll, sum_line
+from gm.engine._earlier_rolls import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
+from gm.engine.prompt import CheckFact, check_fact_text
+from gm.engine.referee import Outcome, Result, RollKind, RoundRoll, referee
+from gm.engine.tools.offered import MAX_DEPTH as MAX_DEPTH
+from gm.engine.tools.offered import (
+    MAX_REASON as MAX_REASON,  # the schemas live in gm.engine.tools.offered; re-exported here
+)
+from gm.engine.tools.offered import MAX_TARGET as MAX_TARGET
+from gm.engine.tools.offered import ArgumentCheck, argument_checks
+from gm.engine.tools.offered import tool_schemas as tool_schemas
+from gm.engine.tools.tabletop import edge_asked, opponent_of
+from gm.engine.typed_dice import FacesNeeded, question_for
+from gm.errors import ModelRetry
+from gm.models.completion import strip_reasoning
+from gm.problems import describe, json_depth, shown, text_problems
+from gm.rules.chances import certain, refusal
+from gm.rules.checks import CheckRollError, opposed_modifier, read_value
+from gm.rules.naturals import read_roll
+from gm.store import RollRecord
+from gm.world.calendar import advance, duration_text
+from gm.world.definition import CharacterCannotRoll, World
+
+CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
+# The tools that read or write the database (a roll written, a roll looked up and revealed); the others are pure.
+DATABASE_TOOLS = frozenset({"roll_check", "roll_dice", "reveal_roll"})
+SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
+
+
+@dataclass(frozen=True, slots=True)
+class Narration:
+    """An ending the referee accepted."""
+
+    text: str
+    outcomes: tuple[Outcome, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """What one tool call gave back: the JSON the model reads, and, for an accepted narrate, the ending."""
+
+    content: dict[str, Any]
+    ended: Narration | None = None
+
+
+@dataclass
+class RoundTools:
+    """The tools bound to one attempt at one round: they roll, write each roll at once, and referee.
+
+    `earlier` holds the rolls of an earlier version of this round (when it is played again): asking
+    for the same check and character returns that roll instead of rolling anew. `retried` offers every
+    roll made for this round before this attempt began (gm.engine._earlier_rolls), so retrying never re-rolls.
+    """
+
+    world: World
+    story_id: str
+    attempt_id: str
+    round_number: int
+    write_roll: Callable[[RollRecord], RollRecord]
+    source: dice.DiceSource | None = None
+    earlier: Sequence[RollRecord] = ()
+    rolls: list[RollRecord] = field(default_factory=list)
+    retried: EarlierRolls = field(default_factory=EarlierRolls)
+    told: set[int] = field(default_factory=set)  # rolls whose results the model was given in an earlier message
+    clock: int | None = None  # the story's time (gm.world.calendar), moved on by advance_time; None without a calendar
+    dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.engine.typed_dice)
+    typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
+    find_roll: Callable[[int], RollRecord | None] | None = None  # a roll of this story by id (for reveal_roll)
+    reveal: Callable[[int], None] | None = None  # writes a secret roll's reveal at once (gm.integrity.secret)
+
+    def next_message(self) -> None:
+        """A new message of the model's begins: it has now read the result of every roll so far."""
+        self.told.update(record.id for record in self.rolls if record.id is not None)
+
+    def call(self, name: str, raw_arguments: Any) -> ToolReply:
+        """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
+        checks = argument_checks(self.world)
+        if name not in checks:
+            raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(checks)}")
+        arguments = _arguments(name, raw_arguments, checks[name])
+        if name == "roll_check":
+            return self.roll_check(arguments)
+        if name == "roll_dice":
+            return self.roll_dice(arguments)
+        if name == "advance_time":
+            return self.advance_time(arguments)
+        if name == "reveal_roll":
+            return self.reveal_roll(arguments)
+        return self.narrate(arguments)
+
+    @property
+    def checks_rolled(self) -> bool:
+        """Whether a check settled something this round (a void roll settles nothing, so it does not count)."""
+        return any(roll.kind == "check" and not roll.void for roll in self.rolls)
+
+    def roll_check(self, arguments: dict[str, Any]) -> ToolReply:
+        rules = self.world.rules
+        assert rules is not None  # roll_check is only offered, and so only accepted, with rules
+        if arguments["check"] not in rules:
+            raise ModelRetry(
+                f"there is no check '{arguments['check']}'; the checks are {', '.join(c.key for c in rules.checks)}"
+            )
+        check = rules[arguments["check"]]
+        try:
+            character = self.world.character(arguments["character"])
+            modifier = self.world.modifier_for(check, character)
+            target = None if arguments.get("target") is None else int(arguments["target"])  # 12.0 is 12
+            read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
+            edge = edge_asked(check, arguments.get("edge"))
+            opponent, against = opponent_of(self.world, check, character.name, arguments.get("opponent"))
+        except (KeyError, CharacterCannotRoll, CheckRollError) as error:
+            raise ModelRetry(str(error.args[0]) if error.args else str(error)) from None
+        net = opposed_modifier(modifier, against) if opponent is not None else modifier
+        for roll in [*self.rolls, *self.earlier]:
+            if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
+                if roll not in self.rolls:
+                    self.rolls.append(roll)
+                return ToolReply(_check_content(roll, repeated=True))
+        if (again := self.retried.check(check.key, character.name)) is not None:
+            self.rolls.append(again)
+            return ToolReply({**_check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE})
+        settled = certain(check, target, net, edge)
+        if settled is not None:  # the dice would decide nothing, so nothing is rolled
+            raise ModelRetry(refusal(settled, character.name))
+        source, typed = dice.for_one_roll(self.source), False
+        rolled = check.rolled(edge)
+        # Rolled at the table: the round pauses for the faces, then comes back here. Not a secret check,
+        # whose dice the player must not see: the engine rolls those, at the table or not (gm.integrity.secret).
+        if self.dice_from == "player" and not check.secret:
+            if self.typed_faces is None:
+                raise FacesNeeded(question_for(self.round_number, check.key, check.name, character.name, rolled))
+            source, typed, self.typed_faces = dice.GivenFaces(self.typed_faces), True, None
+        result = dice.roll(rolled, source, hit=check.hit_read)
+        value, reading = read_roll(check, result, edge, target, net)
+        band = reading.band
+        record = self._write(
+            "check",
+            result,
+            str(arguments.get("reason", "")),
+            character=character.name,
+            check_key=check.key,
+            target=target,
+            modifier=modifier,
+            successes=result.successes,
+            value=value,
+            band=band.label if band else None,
+            result=band.result if band else None,
+            critical=band.critical if band else False,
+            void=band is None,
+            edge=edge,
+            opponent=opponent,
+            opponent_modifier=against if opponent is not None else None,
+            natural_text=reading.natural,
+            stepped_from=reading.stepped_from,
+            typed=typed,
+            salt=secrets.token_hex(16)
+            if check.secret
+            else None,  # so the sealed roll's hash hides it (gm.integrity.secret)
+        )
+        content = _check_content(record, repeated=False)
+        if check.secret:
+            content["secret"] = SECRET_NOTE
+        return ToolReply(content)
+
+    def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
+        try:
+            expression = dice.parse(arguments["notation"])
+            dice.require_dice(expression)  # a "roll" of a bare number would be a number nobody rolled
+        except dice.DiceError as error:
+            raise ModelRetry(str(error)) from None
+        if (again := self.retried.dice(expression.text)) is not None:
+            self.rolls.append(again)
+            content = {"roll": again.id, "total": again.total, "dice": again.line, "earlier_attempt": EARLIER_NOTE}
+            return ToolReply(content)
+        result = dice.roll(expression, dice.for_one_roll(self.source))
+        record = self._write("dice", result, str(arguments.get("reason", "")))
+        return ToolReply({"roll": record.id, "total": result.total, "dice": str(result)})
+
+    def reveal_roll(self, arguments: dict[str, Any]) -> ToolReply:
+        """Unseal a secret check's roll of this story, so the player sees its card from now on."""
+        roll_id = int(arguments["roll"])
+        found = next((roll for roll in self.rolls if roll.id == roll_id), None)
+        if found is None and self.find_roll is not None:
+            found = self.find_roll(roll_id)
+        rules = self.world.rules
+        if found is None:
+            raise ModelRetry(f"there is no roll {roll_id} in this story")
+        key = str(found.check_key)
+        if found.kind != "check" or rules is None or key not in rules or not rules[key].secret:
+            raise ModelRetry(f"roll {roll_id} is not a secret check's roll; the player already sees it")
+        if self.reveal is not None:
+            self.reveal(roll_id)
+        return ToolReply({"revealed": roll_id, "band": found.band, "result": found.result})
+
+    def advance_time(self, arguments: dict[str, Any]) -> ToolReply:
+        calendar = self.world.calendar
+        assert calendar is not None and self.clock is not None  # only offered, and so only accepted, with a calendar
+        before = self.clock
+        self.clock = advance(before, arguments)
+        return ToolReply({"now": calendar.text(self.clock), "passed": duration_text(self.clock - before)})
+
+    def roll_for_player(self, expression: dice.Expression, purpose: str) -> str:
+        """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master.
+
+        The same `/roll` sent again after a failed attempt at this round is not rolled again: its earlier roll stands.
+        """
+        player = self.world.players[0].name
+        if (again := self.retried.player(expression.text, purpose, player)) is not None:
+            self.rolls.append(again)
+            return player_fact(again) + EARLIER_FACT
+        result = dice.roll(expression, dice.for_one_roll(self.source))
+        record = self._write("player", result, purpose, character=player)
+        return player_fact(record)
+
+    def _write(self, kind: Literal["check", "dice", "player"], rolled: Roll, reason: str, **fields: Any) -> RollRecord:
+        """Write one roll of this attempt at once (it is durable before the model hears of it), and keep it."""
+        record = self.write_roll(
+            RollRecord(
+                story_id=self.story_id,
+                attempt_id=self.attempt_id,
+                round_number=self.round_number,
+                kind=kind,
+                notation=rolled.expression.text,
+                reason=reason,
+                faces=[list(faces) for faces in rolled.faces],
+                total=rolled.total,
+                line=str(rolled),
+                **fields,
+            )
+        )
+        self.rolls.append(record)
+        return record
+
+    def replay_player_rolls(self) -> list[str]:
+        """When a round is played again, its player rolls stand as they were: kept, and given as facts again."""
+        replayed = [record for record in self.earlier if record.kind == "player"]
+        self.rolls.extend(replayed)
+        return [player_fact(record) for record in replayed]
+
+    def replay_check_rolls(self) -> list[str]:
+        """When a round is played again, its check rolls are in play from the start: the new telling must
+        serve each with an outcome (and is judged on it), so each is given as a fact with its band."""
+        replayed = [record for record in self.earlier if record.kind == "check" and not record.void]
+        self.rolls.extend(replayed)
+        return [check_fact(record, self.world) for record in replayed]
+
+    def narrate(self, arguments: dict[str, Any]) -> ToolReply:
+        outcomes = tuple(
+            Outcome(str(item["character"]), item["result"], item.get("roll")) for item in arguments["outcomes"]
+        )
+        facts = [round_roll(record, record.id in self.told) for record in self.rolls]
+        names = [character.name for character in self.world.characters]
+        # The story keeps no reasoning, even where a model wrote its thinking into the narration itself.
+        narration = strip_reasoning(str(arguments["narration"])).strip()
+        refusals = referee(facts, outcomes, narration, names)
+        if refusals:
+            reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
+            raise ModelRetry(f"narrate was refused: {reasons} Call narrate again.")
+        return ToolReply({"accepted": True}, ended=Narration(narration, outcomes))
+
+
+def player_fact(record: RollRecord) -> str:
+    """A player's roll in words, such as "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1"."""
+    faces = [face for term in record.faces for face in term]
+    rolled = dice.roll(record.notation, dice.GivenFaces(faces))  # the same roll again, from its stored faces
+    purpose = f" for '{record.reason}'" if record.reason else ""
+    return f"{record.character} rolled {record.notation}{purpose}: {sum_line(rolled)}"
+
+
+def check_fact(record: RollRecord, world: World) -> str:
+    """An earlier check roll of this round in words, with its band but never its number."""
+    key = str(record.check_key)
+    name = world.rules[key].name if world.rules is not None and key in world.rules else key
+    assert record.id is not None
+    rolled = CheckFact(record.id, name, str(record.character), str(record.band), str(record.result), record.critical)
+    return check_fact_text(rolled)
+
+
+def round_roll(record: RollRecord, seen: bool = True) -> RoundRoll:
+    """What the referee may know of a stored roll, and whether the model had read its result."""
+    assert record.id is not None
+    kind = cast(RollKind, record.kind if record.kind in ("check", "dice", "player") else "dice")
+    result = cast(Result | None, record.result)
+    return RoundRoll(
+        record.id,
+        kind,
+        record.character,
+        record.check_key,
+        record.band,
+        result,
+        record.void,
+        opponent=record.opponent,
+        seen=seen,
+    )
+
+
+def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
+    if record.void:
+        return {
+            "roll": record.id,
+            "check": record.check_key,
+            "character": record.character,
+            "void": True,
+            "message": f"check '{record.check_key}' has no band for the value {record.value}, so roll {record.id} "
+            f"for {record.character} is void; narrate without an outcome roll for it, or roll another check",
+        }
+    content: dict[str, Any] = {
+        "roll": record.id,
+        "check": record.check_key,
+        "character": record.character,
+        "band": record.band,
+        "result": record.result,
+        "critical": record.critical,
+    }
+    if record.edge:
+        content["edge"] = record.edge
+    if record.opponent:
+        content["opponent"] = record.opponent
+        content["serves"] = f"{record.character}'s outcome only; {record.opponent}'s outcome, if any, names no roll"
+    if record.natural_text:
+        content["natural"] = record.natural_text
+    if record.critical:
+        content["note"] = CRITICAL_NOTE
+    if repeated:
+        content["repeated"] = "this check was already rolled for this character this round; this is that roll"
+    return content
+
+
+def _arguments(name: str, raw: Any, check: ArgumentCheck) -> dict[str, Any]:
+    """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
+    too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw, parse_constant=_no_constant) if raw.strip() else {}
+        except json.JSONDecodeError as error:
+            raise ModelRetry(
+                f"the arguments of {name} are not valid JSON ({error.msg} at column {error.colno}); send a JSON object"
+            ) from None
+        except RecursionError:
+            raise too_deep from None
+    if not isinstance(raw, dict):
+        raise ModelRetry(f"the arguments of {name} must be a JSON object")
+    # Valid, every text storable, and so no deeper than MAX_DEPTH: nothing to say. (The quick check
+    # descends no deeper than its schema, so it may look before the depth is known.)
+    if check.accepts is not None and check.accepts(raw):
+        return raw
+    if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
+        raise too_deep
+    problems = sorted(check.validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
+    if problems:
+        first = problems[0]
+        where = ".".join(str(part) for part in first.absolute_path) or "arguments"
+        raise ModelRetry(f"{name}: {where}: {describe(first)}")
+    for problem in text_problems(raw):  # a NUL, which PostgreSQL cannot store: refused the same on SQLite
+        raise ModelRetry(f"{name}: {problem.path.removeprefix('$.')}: {problem.message}")
+    return raw
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON, though Python's parser takes them."""
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)

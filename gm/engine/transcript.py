@@ -1,0 +1,166 @@
+"""A story's transcript, read from the store in the public shapes, and its dice cards in words.
+
+`transcript()` gives what `gm show STORY --json` prints and the web API serves; its shape is
+described in `gm.transcript.shapes`. `card()` and `opened()` are the dice cards the terminal chat and `gm show`
+print (the play page draws the same words in play.js).
+"""
+
+from __future__ import annotations
+
+from gm.engine.paused import question_of
+from gm.integrity.secret import sealed_ids, stub, visible
+from gm.store import Store, Story
+from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.world.definition import World, whole_number, world_from_data
+
+RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
+
+
+def transcript(store: Store, story_id: str, *, player: bool = False) -> TranscriptPublic:
+    """The whole story in its public shape, with what an audit of it needs (`integrity`).
+
+    `player=True` is the player's transcript (the story token's): secret rolls not yet revealed have no
+    card in their rounds, and are sealed stubs in the chain (gm.integrity.secret). The operator's sees everything.
+    """
+    story = store.story(story_id)
+    world = world_from_data(story.world_data, story.dice_data)
+    unfinished = store.unfinished_attempts(story_id)
+    rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    sealed = sealed_ids(store, story_id, world) if player else set()
+    for round_ in rounds:
+        round_.rolls = visible(round_.rolls, sealed)
+    seeds = [SeedPublic.from_record(seed) for seed in store.seeds(story_id)]
+    current = next((seed.commitment for seed in seeds if seed.epoch == story.seed_epoch), None)
+    integrity = IntegrityPublic(
+        fair=story.fair,
+        player_seed=story.player_seed,
+        seeds=seeds,
+        chain_length=story.chain_length,
+        chain_head=story.chain_head,
+        legacy_rolls=story.legacy_rolls,
+        dice=story.dice_data,
+        modifiers=modifiers(world),
+        rolls=[
+            stub(public) if public.id in sealed else public
+            for public in (RollPublic.from_stored(roll, world) for roll in store.story_rolls(story_id))
+        ],
+    )
+    return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
+
+
+def story_public(store: Store, story: Story, commitment: str | None = None) -> StoryPublic:
+    """A story in its public shape, with a fair story's current commitment."""
+    if story.fair and commitment is None:
+        commitment = store.current_seed(story.id).commitment
+    public = StoryPublic.from_record(story, commitment)
+    public.asking = question_of(store, story.id)  # a round waiting for the player's dice (gm.engine.typed_dice)
+    return public
+
+
+def modifiers(world: World) -> dict[str, dict[str, int]]:
+    """Each character's number variables that some check adds to its rolls (what an audit needs of the world)."""
+    named = {check.modifier for check in world.rules.checks if check.modifier} if world.rules else set()
+    found: dict[str, dict[str, int]] = {}
+    for character in world.characters:
+        numbers = {
+            name: number
+            for name, value in character.variables.items()
+            if name in named and (number := whole_number(value)) is not None
+        }
+        if numbers:
+            found[character.name] = numbers
+    return found
+
+
+def card(roll: RollPublic) -> str:
+    """The one-line dice card of a roll: "Lockpicking - Mara: Partial success" ("Mara vs Tomas" opposed)."""
+    who = roll.character or "the game master"
+    if roll.kind == "check":
+        if roll.opponent:
+            who = f"{who} vs {roll.opponent}"
+        told = "void (no band)" if roll.void else str(roll.band)
+        return f"{roll.check_name or roll.check} - {who}: {told}"
+    if roll.kind == "player":
+        purpose = f" for {roll.reason}" if roll.reason else ""
+        return f"Roll - {who}: {roll.notation}{purpose} = {roll.total}"
+    purpose = f" ({roll.reason})" if roll.reason else ""
+    return f"Dice{purpose}: {roll.notation} = {roll.total}"
+
+
+def opened(roll: RollPublic) -> str:
+    """The card opened: the full dice line, and for a check how the value was read."""
+    earlier = ", rolled in an earlier attempt" if roll.from_earlier_attempt else ""
+    earlier += ", typed at the table" if roll.typed else ""  # faces the player rolled and typed (gm.engine.typed_dice)
+    if roll.kind != "check":
+        return f"{card(roll)}  [{roll.dice}{earlier}]"
+    reading = f"with {roll.edge}: {roll.dice}" if roll.edge else roll.dice
+    if roll.opponent:
+        reading += f", {roll.modifier:+d} against {roll.opponent} {roll.opponent_modifier or 0:+d}"
+    elif roll.modifier:
+        reading += f", {roll.modifier:+d}"
+    if roll.target is not None:
+        reading += f", target {roll.target}"
+    reading += f" -> {roll.value}"
+    result = "" if roll.void else f", {RESULT_WORDS.get(str(roll.result), roll.result)}"
+    critical = ", critical" if roll.critical else ""
+    natural = f"; {roll.natural}" if roll.natural else ""
+    return f"{card(roll)}  [{reading}{result}{critical}{natural}{earlier}]"
+
+
+def opened_lines(roll: RollPublic) -> list[str]:
+    """The opened card as the terminal shows it: `opened()`, then, for a check, the odds of each band
+    at the moment of the roll on a line of its own (the play page's second line)."""
+    return [opened(roll), f"  odds {odds_text(roll)}"] if roll.chances else [opened(roll)]
+
+
+def percent(probability: str) -> str:
+    """A fraction in text ("9/20") as a percentage with one decimal, halves rounded up ("45.0%");
+    integer arithmetic, so the play page (play.js) writes the same digits."""
+    top, _, bottom = probability.partition("/")
+    numerator, denominator = int(top), int(bottom or 1)
+    tenths = (numerator * 2000 + denominator) // (2 * denominator)
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
+def odds_text(roll: RollPublic) -> str:
+    """Each band's chance at the moment of the roll: "Failure 45.0%, Success 50.0%, ..."; "about" for an estimate."""
+    chances = roll.chances or []
+    about = "" if all(chance.exact for chance in chances) else "about "
+    return about + ", ".join(f"{chance.label} {percent(chance.probability)}" for chance in chances)
+
+
+def render_transcript(data: TranscriptPublic) -> str:
+    """The transcript as text for `gm show`."""
+    story = data.story
+    lines = [f"{story.title} ({story.id}), {story.rounds} rounds, dice {story.settings.dice}"]
+    lines += [f"Note: {notice}." for notice in story.notices]
+    if story.time is not None:
+        lines.append(f"Now: {story.time}")
+    if story.fair:
+        lines.append(f"Fair dice: the next rolls' seed has the commitment {story.commitment}")
+        integrity = data.integrity
+        for seed in integrity.seeds if integrity else []:
+            if seed.seed is not None:
+                lines.append(f"  seed {seed.epoch} (rolls {seed.first_roll}-{seed.last_roll}) revealed: {seed.seed}")
+        if integrity and integrity.player_seed is not None:
+            lines.append(f"  mixed with the player's seed {integrity.player_seed!r}")
+    for record in data.rounds:
+        lines += ["", f"## Round {record.number}", f"> {record.player_text}", "", record.narration]
+        if record.time is not None:
+            lines.append(f"  [time] {record.time}")
+        for roll in record.rolls:
+            first, *more = opened_lines(roll)
+            lines.append(f"  [dice] {first}")
+            lines += [f"        {line}" for line in more]
+        for outcome in record.outcomes:
+            via = f" (roll {outcome.roll})" if outcome.roll is not None else ""
+            lines.append(f"  [outcome] {outcome.character}: {outcome.result}{via}")
+        if record.judge is not None:
+            for verdict in record.judge.verdicts:
+                quote = f" ('{verdict.quote}')" if verdict.quote else ""
+                lines.append(
+                    f"  [judged by {record.judge.model}] {verdict.character}: told as {verdict.told_as}{quote}"
+                )
+        for refusal in record.refusals:
+            lines.append(f"  [refused] {refusal}")
+    return "\n".join(lines)

@@ -1,0 +1,156 @@
+"""The one place that talks to the database: stories, attempts, rolls, rounds, memory and model calls.
+
+`Store` is made of parts, one module each: gm/store/_stories.py (stories and the round lease),
+gm/store/_rolls.py (attempts, rolls and their hash chain, seeds) and gm/store/_rounds.py (an attempt
+opened and a round accepted in one transaction each, rounds, memory, model calls); gm/store/_base.py
+holds what they share and the store's errors. Rolls are append-only, each written in its own
+transaction the moment it is rolled; an accepted round is written in one transaction fenced on the
+story's lease. Two rounds of one story never run at once: the lease holds across processes.
+
+`GM_DATABASE_URL` picks the database; the default is a SQLite file in `GM_HOME`
+(default `~/.local/share/gm`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import create_engine
+
+from gm.store._base import (
+    ABANDONED,
+    LEASE_LOST,
+    SHORT_ID,
+    AmbiguousStory,
+    ChainMoved,
+    NotFair,
+    StoryNotFound,
+)
+from gm.store._batch import reset_batched_connections
+from gm.store._pgpool import drop_closed_connections
+from gm.store._rolls import RollTables
+from gm.store._rounds import Opened, RoundTables, StoryState
+from gm.store._stories import StoryTables
+from gm.store._workers import SERVER_THREADS, workers_for
+from gm.store.migrations import upgrade
+from gm.store.records import (
+    Attempt,
+    MemoryEntry,
+    ModelCall,
+    PausedRound,
+    RollRecord,
+    RoundRecord,
+    SeedRecord,
+    Story,
+    StoryBase,
+    model_call_from,
+)
+
+__all__ = [
+    "ABANDONED",
+    "LEASE_LOST",
+    "SHORT_ID",
+    "AmbiguousStory",
+    "Attempt",
+    "ChainMoved",
+    "MemoryEntry",
+    "ModelCall",
+    "NotFair",
+    "Opened",
+    "PausedRound",
+    "RollRecord",
+    "RoundRecord",
+    "SeedRecord",
+    "Store",
+    "Story",
+    "StoryBase",
+    "StoryNotFound",
+    "StoryState",
+    "default_database_url",
+    "make_engine",
+    "model_call_from",
+]
+
+
+T = TypeVar("T")
+
+
+def default_database_url() -> str:
+    if url := os.environ.get("GM_DATABASE_URL"):
+        return url
+    home = Path(os.environ.get("GM_HOME") or Path.home() / ".local" / "share" / "gm")
+    home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{home / 'gm.db'}"
+
+
+APP_CONNECTIONS = 4  # pooled PostgreSQL connections beyond the worker threads': for the web app's own threads
+
+
+def make_engine(url: str) -> Engine:
+    """An engine; SQLite gets WAL and a busy timeout so several processes can share the file."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
+    if not url.startswith("sqlite"):
+        # A connection for each worker thread (gm.store._workers), and `APP_CONNECTIONS` more for the web app's own
+        # threads.
+        # A connection a restarted server dropped becomes a new one at checkout, rather than a failed round,
+        # found without pool_pre_ping's round trip (gm.store._pgpool).
+        pool = {"pool_size": SERVER_THREADS, "max_overflow": APP_CONNECTIONS}
+        # psycopg prepares no statement of its own: gm.store._pipeline prepares a round's, and psycopg's would have
+        # it deallocate them all at every rollback.
+        server_engine = create_engine(url, hide_parameters=True, connect_args={"prepare_threshold": None}, **pool)
+        drop_closed_connections(server_engine)
+        reset_batched_connections(server_engine)
+        return server_engine
+    # pool_use_lifo: the connection given back last is the next one handed out, so SQLite's database thread keeps
+    # working on one connection, whose page cache stays valid between its transactions; handed connections in
+    # turn (the pool's default), each found the file changed by the other since its last use and read its pages
+    # again (the round's statements cost about 15% more of the thread's CPU, timed one by one over 400 rounds).
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True, pool_use_lifo=True
+    )
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+        cursor = connection.cursor()
+        # Switching a new file to WAL needs a moment alone with it; processes opening it together
+        # can find it locked, and the busy timeout does not always cover this one statement.
+        for attempt in range(50):
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.1)
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=FULL")  # every commit synced (SQLite's default; said, not assumed)
+        cursor.close()
+
+    return engine
+
+
+class Store(StoryTables, RollTables, RoundTables):
+    """The database behind every story; each method is one short transaction."""
+
+    def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+        self.engine = engine or make_engine(url or default_database_url())
+        upgrade(self.engine)  # to the newest schema: gm/migrations
+
+    async def off_loop(self, work: Callable[..., T], *arguments: Any, durable: bool = True) -> T:
+        """Run blocking database work for async code in the engine's worker threads (gm.store._workers), never on the
+        event loop: one thread for SQLite, whose single writer would only make more of them queue, and a
+        pool of them for a database server, so other stories and requests go on meanwhile.
+
+        `durable=False` is for work a power cut may lose with no harm (never a roll or an accepted round):
+        it may return before its commit is synced to disk (SQLite: gm.store._commit_groups; PostgreSQL: a transaction
+        a batch opens commits with `synchronous_commit` off, gm.store._batch)."""
+        return await workers_for(self.engine).run(work, *arguments, durable=durable)

@@ -1,0 +1,136 @@
+"""The store's stories: written, found by a whole or shortened id, listed, and the round lease on each.
+
+Two rounds of one story never run at once: a lease on the story row, taken with one conditional
+UPDATE, holds across processes on SQLite and PostgreSQL alike (gm.engine.lease). A round takes it in the
+transaction that opens its attempt and lets it go in the one that accepts the round (gm.store._rounds);
+the methods here take, renew and release it each in a short transaction of their own, for the
+heartbeat, for work done under the lease outside a round (a reveal, an end, an abandon) and for a
+round that failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, update
+from sqlalchemy import select as sql_select
+from sqlmodel import col, select
+
+from gm._text import unstorable
+from gm.errors import StoryBusy
+from gm.store._base import ID_PREFIX, SHORT_ID, AmbiguousStory, StoryNotFound, Tables, row_of, table_of
+from gm.store.records import SeedRecord, Story
+
+BUSY = "another round of this story is being played right now; try again when it is done"
+
+
+class LeaseBusy(StoryBusy):
+    """Another holder has the story's lease, so the transaction that would have taken it did nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(BUSY)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Who takes a story's lease, and for how long from the moment it is taken (`holder` is unique per round)."""
+
+    holder: str
+    seconds: float
+
+    def values(self, story_id: str) -> dict[str, Any]:
+        """The parameters of `LEASE_TAKE`, timed now: in the worker thread, as the transaction runs."""
+        now = datetime.now(UTC)
+        return {"story": story_id, "now": now, "holder": self.holder, "until": now + timedelta(seconds=self.seconds)}
+
+
+class StoryTables(Tables):
+    """Stories and their round lease."""
+
+    def create_story(self, story: Story, seed: SeedRecord | None = None) -> Story:
+        """Write a new story, and a fair story's first seed with it (one transaction)."""
+        with self.session() as session:
+            session.add(story)
+            if seed is not None:
+                session.flush()  # the story row first: the seed refers to it
+                seed.story_id, story.seed_epoch = story.id, seed.epoch
+                session.add(seed)
+            session.commit()
+            return story
+
+    def story(self, story_id: str) -> Story:
+        if unstorable(story_id):  # no story has such an id, and PostgreSQL could not even look for it
+            raise StoryNotFound(story_id)
+        with self.reading() as connection:  # Core: the memory keeper and every web request read a story
+            found = connection.execute(_STORY, {"story": story_id}).mappings().first()
+        if found is None:
+            raise StoryNotFound(story_id)
+        return row_of(Story, found)
+
+    def find_story_id(self, typed: str) -> str:
+        """The id of the story `typed` names: its whole id, or a unique start of it of at least `SHORT_ID`
+        characters (ids are lower-case hex; case is ignored). Raises `StoryNotFound`, or `AmbiguousStory`
+        naming two of the stories a prefix fits."""
+        wanted = typed.strip().lower()
+        if unstorable(wanted):  # as in `story`: no story has such an id, and no database could look for it
+            raise StoryNotFound(typed)
+        with self.session() as session:
+            if session.get(Story, wanted) is not None:
+                return wanted
+            if len(wanted) < SHORT_ID or not ID_PREFIX.match(wanted):
+                raise StoryNotFound(typed)
+            query = select(Story.id).where(col(Story.id).startswith(wanted)).order_by(col(Story.id)).limit(2)
+            found = list(session.exec(query))
+        if not found:
+            raise StoryNotFound(typed)
+        if len(found) > 1:
+            raise AmbiguousStory(
+                f"'{wanted}' is the start of more than one story's id ({found[0]}, {found[1]}...); type more of it"
+            )
+        return found[0]
+
+    def stories(self) -> list[Story]:
+        with self.session() as session:
+            return list(session.exec(select(Story).order_by(col(Story.created_at))))
+
+    def update_settings(self, story_id: str, settings: dict[str, Any]) -> None:
+        with self.session() as session:
+            story = session.get(Story, story_id)
+            if story is None:
+                raise StoryNotFound(story_id)
+            story.settings = {**story.settings, **settings}
+            session.add(story)
+            session.commit()
+
+    # The round lease: one conditional UPDATE each, built once (building a statement costs more than running it).
+
+    def take_lease(self, story_id: str, holder: str, seconds: float) -> bool:
+        """Take the story's round lease unless someone else holds an unexpired one; True if taken."""
+        with self.transaction() as connection:
+            return connection.execute(LEASE_TAKE, Claim(holder, seconds).values(story_id)).rowcount == 1
+
+    def renew_lease(self, story_id: str, holder: str, seconds: float) -> bool:
+        """Extend `holder`'s lease to `seconds` from now; False (and nothing changed) if it holds it no more."""
+        values = {"story": story_id, "holder": holder, "until": datetime.now(UTC) + timedelta(seconds=seconds)}
+        with self.transaction() as connection:
+            return connection.execute(_RENEW, values).rowcount == 1
+
+    def release_lease(self, story_id: str, holder: str) -> None:
+        with self.transaction() as connection:
+            connection.execute(_RELEASE, {"story": story_id, "holder": holder})
+
+
+STORIES = table_of(Story)
+_STORY = sql_select(STORIES).where(STORIES.c.id == bindparam("story"))
+_HELD = (STORIES.c.id == bindparam("story")) & (STORIES.c.lease_holder == bindparam("holder"))
+_FREE = STORIES.c.lease_holder.is_(None) | (STORIES.c.lease_expires < bindparam("now"))
+# Taken only if nobody holds it or the holder's time ran out; a round's opening adds RETURNING (gm.store._rounds).
+LEASE_TAKE = (
+    update(STORIES)
+    .where(STORIES.c.id == bindparam("story"), _FREE)
+    .values(lease_holder=bindparam("holder"), lease_expires=bindparam("until"))
+)
+_RENEW = update(STORIES).where(_HELD).values(lease_expires=bindparam("until"))
+_RELEASE = update(STORIES).where(_HELD).values(lease_holder=None, lease_expires=None)

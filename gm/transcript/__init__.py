@@ -1,0 +1,1 @@
+"""A story's transcript: the public shapes of its rolls, outcomes, rounds and integrity."""
