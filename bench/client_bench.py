@@ -134,10 +134,9 @@ async def _serve() -> None:
 
 
 def _world() -> Any:
-    sys.path.insert(0, str(HERE.parent.parent / "tests"))
-    from conftest import HARBOR_DICE, HARBOR_WORLD
-
+    sys.path.insert(0, str(HERE.parent.parent / "tests" / "support"))
     from gm.world.loading import load_world
+    from worlds import HARBOR_DICE, HARBOR_WORLD
 
     folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
     (folder / "world.json").write_text(json.dumps(HARBOR_WORLD))
@@ -217,8 +216,8 @@ async def _rounds(client: Any, rounds: int) -> dict[str, float]:
     from gm.engine.game import Game
     from gm.store import Store
 
-    sys.path.insert(0, str(HERE.parent.parent / "tests"))
-    from conftest import write_world
+    sys.path.insert(0, str(HERE.parent.parent / "tests" / "support"))
+    from worlds import write_world
 
     folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
     store = Store(f"sqlite:///{folder / 'gm.db'}")

@@ -45,8 +45,12 @@ CHECK = json.dumps({"check": "attempt", "character": "Mara", "target": 12, "reas
 
 def _measure(calls: int) -> dict[str, float]:
     """The medians of one process (this tree's gm or a baseline's, whichever is imported)."""
-    sys.path.insert(0, str(Path.cwd() / "tests"))
-    from conftest import write_world
+    try:
+        sys.path.insert(0, str(Path.cwd() / "tests" / "support"))
+        from worlds import write_world
+    except ImportError:  # a tree from before tests/support/ (a baseline): the helpers were in tests/conftest.py
+        sys.path.insert(0, str(Path.cwd() / "tests"))
+        from conftest import write_world
 
     from gm import dice
     from gm.engine.tools.running import RoundTools

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_WORLD, write_world
-from rounds import table
-from test_play import gm, story_id_in
-from web import keeper_too
 
 from gm.chat.terminal import Chat
 from gm.store import Store
 from gm.testing import reply
+from tests.support.command_line import gm, story_id_in
+from tests.support.rounds import table
+from tests.support.web import keeper_too
+from tests.support.worlds import HARBOR_WORLD, write_world
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b[2J The harbour\x9b is\r dark."
 SHOWN = "\u241b]0;PWNED\u2407\u241b[2J The harbour\\x9b is\u240d dark."
@@ -43,7 +43,7 @@ def gm_bytes(*arguments: str | Path, stdin: bytes, env: dict[str, str]) -> subpr
 
 @pytest.fixture
 def model_env() -> Any:
-    from rounds import fake
+    from tests.support.rounds import fake
 
     started: list[Any] = []
 
@@ -57,6 +57,7 @@ def model_env() -> Any:
         model.close()
 
 
+@pytest.mark.subprocess
 def test_piped_gm_play_refuses_a_line_that_is_not_utf8_and_goes_on(model_env: Any, harbor: Path) -> None:
     env = model_env([reply("The first answer."), reply("The second answer.")])
     result = gm_bytes("play", harbor, stdin=b"first\ncaf\xe9 au lait\n\xff\nsecond\n", env=env)

@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from command_line import gm
-
-SAMPLES = Path(__file__).resolve().parent.parent / "worlds"
+from tests.support.command_line import gm
+from tests.support.paths import SAMPLE_WORLDS
 
 BROKEN: dict[str, Any] = {
     "checks": [
@@ -31,9 +30,9 @@ BROKEN: dict[str, Any] = {
 def worlds_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "worlds"
     for name in ("harbour-heist", "tea-house"):
-        shutil.copytree(SAMPLES / name, folder / name)
+        shutil.copytree(SAMPLE_WORLDS / name, folder / name)
     broken = folder / "broken"
-    shutil.copytree(SAMPLES / "harbour-heist", broken)
+    shutil.copytree(SAMPLE_WORLDS / "harbour-heist", broken)
     (broken / "dice.json").write_text(json.dumps(BROKEN))
     return folder
 

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from command_line import Ran, gm, installed_gm
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "dice.json"
+from tests.support.command_line import Ran, gm, installed_gm
+from tests.support.paths import REPOSITORY
+
+EXAMPLE = REPOSITORY / "examples" / "dice.json"
 
 
 def assert_one_error_line(result: Ran | subprocess.CompletedProcess[str], *words: str) -> None:
@@ -259,6 +261,7 @@ def test_odds_for_a_character_needs_a_sound_world(tmp_path: Path) -> None:
     assert_one_error_line(gm("odds", npcs_only, "attempt", "--target", "9", "--character", "Tomas"), "'player'")
 
 
+@pytest.mark.subprocess
 def test_the_installed_command_as_a_process() -> None:
     roll = installed_gm("roll", "4d6kh3+2", "--seed", "7", "--json")
     assert roll.returncode == 0 and roll.stderr == ""

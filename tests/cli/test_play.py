@@ -12,19 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from command_line import gm, installed_gm
-from rounds import fake
-from web import keeper_too
 
 from gm.cli import _story as cli_story
 from gm.models.client import ModelClient
 from gm.testing import FakeModel, Step, call, reply
-
-
-def story_id_in(output: str) -> str:
-    match = re.search(r"story ([0-9a-f]{32})", output)
-    assert match, output
-    return match.group(1)
+from tests.support.command_line import gm, installed_gm, story_id_in
+from tests.support.rounds import fake
+from tests.support.web import keeper_too
 
 
 @pytest.fixture
@@ -171,6 +165,7 @@ def test_an_unreachable_endpoint_is_one_line_and_the_chat_goes_on(
     assert "/roll NOTATION" in result.stdout  # the chat carried on to /help
 
 
+@pytest.mark.subprocess
 def test_the_installed_command_plays_piped_input(served: Any, harbor: Path) -> None:
     model, env = served([reply("Fog hangs over the harbour.")])
     result = installed_gm("play", harbor, stdin="I look around.\n/fly\n", env=env)

@@ -12,24 +12,17 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from command_line import gm
+import pytest
 
-SAMPLES = Path(__file__).resolve().parent.parent / "worlds"
-STARTUP_SECONDS = 60
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+from tests.support.command_line import gm
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.servers import free_port, wait_until_ready
 
 
 @contextmanager
@@ -44,16 +37,16 @@ def serving(worlds: Path, tmp_path: Path, *options: str) -> Iterator[tuple[str, 
     with log.open("w") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(url + "/api/worlds", timeout=2).close()
+        except OSError:
+            return False
+        return True
+
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert process.poll() is None, f"gm serve exited early:\n{log.read_text()}"
-            try:
-                urllib.request.urlopen(url + "/api/worlds", timeout=2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, f"gm serve did not answer:\n{log.read_text()}"
-                time.sleep(0.2)
+        wait_until_ready(process, answers, "gm serve", log.read_text)
         yield url, log
     finally:
         process.terminate()
@@ -68,10 +61,11 @@ def send(url: str, method: str, path: str, body: Any = None, token: str | None =
         return json.load(answer)
 
 
+@pytest.mark.subprocess
 def test_serve_with_rehearsal_plays_each_story_in_its_own_world(tmp_path: Path) -> None:
     worlds = tmp_path / "worlds"
     for name in ("harbour-heist", "storm-wall"):
-        shutil.copytree(SAMPLES / name, worlds / name)
+        shutil.copytree(SAMPLE_WORLDS / name, worlds / name)
     with serving(worlds, tmp_path, "--model", "rehearsal") as (url, log):
         told = {}
         for world, words in (("harbour-heist", "I pick the lock."), ("storm-wall", "I fill the sandbags.")):
@@ -91,6 +85,7 @@ def test_serve_with_rehearsal_plays_each_story_in_its_own_world(tmp_path: Path) 
     assert "Traceback" not in output
 
 
+@pytest.mark.subprocess
 def test_serve_says_when_its_worlds_folder_is_empty(tmp_path: Path) -> None:
     empty = tmp_path / "nothing-here"
     empty.mkdir()
@@ -104,7 +99,7 @@ def test_serve_refuses_a_port_in_use_in_one_sentence(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        ran = gm("serve", "--worlds", SAMPLES, "--port", str(port), "--model", "rehearsal")
+        ran = gm("serve", "--worlds", SAMPLE_WORLDS, "--port", str(port), "--model", "rehearsal")
     assert ran.returncode == 2
     assert ran.stderr == f"error: cannot listen on 127.0.0.1:{port}: it is in use; choose another with --port\n"
     assert ran.stdout == ""
@@ -112,7 +107,7 @@ def test_serve_refuses_a_port_in_use_in_one_sentence(tmp_path: Path) -> None:
 
 def test_the_unconfigured_model_points_at_rehearsal(tmp_path: Path) -> None:
     env = {"OPENAI_BASE_URL": "", "GM_MODEL": "", "GM_DATABASE_URL": f"sqlite:///{tmp_path / 'gm.db'}"}
-    ran = gm("serve", "--worlds", SAMPLES, "--port", str(free_port()), env=env)
+    ran = gm("serve", "--worlds", SAMPLE_WORLDS, "--port", str(free_port()), env=env)
     assert ran.returncode == 2
     assert "The model is not configured" in ran.stderr and "--model rehearsal" in ran.stderr
     assert ran.stderr.count("\n") == 1

@@ -14,20 +14,18 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from command_line import gm
-from conftest import POSTGRES_URL
-from rounds import fake, narrate_roll
-from test_servers import free_port
 
 from gm.testing import FakeModel, Request, Step, call, honest_judge, is_judge_request, reply
+from tests.support.command_line import gm
+from tests.support.databases import POSTGRES_URL
+from tests.support.rounds import fake, narrate_roll
+from tests.support.servers import free_port, wait_until_ready
 
-STARTUP_SECONDS = 90.0  # two workers start, import the web stack and migrate the database one after the other
 HTTP_SECONDS = 30.0
 ROLL_TEXT = "I pick the strongroom lock."
 
@@ -89,12 +87,12 @@ def workers(tmp_path: Path, worlds: Path, database_url: str, model: FakeModel) -
     command = [sys.executable, "-m", "gm.cli", "serve", "--workers", "2", "--worlds", str(worlds), "--port", str(port)]
     with log.open("wb") as output:
         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT)
+
+    def both_workers_answer() -> bool:
+        return len(worker_pids(process.pid)) >= 2 and all(answers(port) for _ in range(4))
+
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while len(worker_pids(process.pid)) < 2 or not all(answers(port) for _ in range(4)):
-            assert process.poll() is None, f"gm serve exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"gm serve --workers 2 did not answer:\n{log.read_text()}"
-            time.sleep(0.2)
+        wait_until_ready(process, both_workers_answer, "gm serve --workers 2", log.read_text)
         yield port, process.pid
     finally:
         process.terminate()
@@ -177,6 +175,7 @@ def owner(connection: http.client.HTTPConnection, port: int, supervisor: int) ->
     raise AssertionError(f"no worker holds socket {inode}")
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(not POSTGRES_URL, reason="several workers share a PostgreSQL database: set GM_TEST_POSTGRES_URL")
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_two_workers_play_one_story_between_them(workers: tuple[int, int], model: FakeModel) -> None:

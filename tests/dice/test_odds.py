@@ -12,7 +12,6 @@ import icepool
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import ConstSpec, DiceSpec, Spec, brute_force, notations
 
 from gm.dice import (
     Constant,
@@ -26,6 +25,7 @@ from gm.dice import (
     roll,
     seeded_source,
 )
+from tests.support.strategies import ConstSpec, DiceSpec, Spec, brute_force, notations
 
 # Values worked out by hand.
 

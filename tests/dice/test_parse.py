@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies import NOTATION_ALPHABET as ALPHABET
-from strategies import ConstSpec, DiceSpec, Spec, notations, spec_bounds
 
 from gm.dice import Constant, Dice, DiceError, DiceLimitError, DiceSyntaxError, Expression, Keep, odds, parse
+from tests.support.strategies import NOTATION_ALPHABET as ALPHABET
+from tests.support.strategies import ConstSpec, DiceSpec, Spec, notations, spec_bounds
 
 
 def test_unexpected_character_message_is_exact() -> None:

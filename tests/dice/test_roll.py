@@ -8,7 +8,6 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import ConstSpec, DiceSpec, Spec, notations, spec_bounds, spec_total
 
 from gm.dice import (
     Constant,
@@ -22,6 +21,7 @@ from gm.dice import (
     roll,
     seeded_source,
 )
+from tests.support.strategies import ConstSpec, DiceSpec, Spec, notations, spec_bounds, spec_total
 
 # How one roll is shown.
 

@@ -21,28 +21,22 @@ from typing import Any
 
 import pytest
 import uvicorn
-from browser import ARTIFACTS, launched_browser, sync_api
-from browser import opened_page as open_page
 
 from gm.editor import create_app
+from tests.support.browser import opened_page as open_page
+from tests.support.browser import sync_api
+from tests.support.paths import ARTIFACTS, SAMPLE_WORLDS
 
-SAMPLES = Path(__file__).parent.parent / "worlds"
 SCREENSHOT = ARTIFACTS / "editor-dice.png"
 GAP_SCREENSHOT = SCREENSHOT.with_name("editor-dice-gap.png")
 HIDE_STICKY = ".actions { position: static; }"  # the Save bar sticks to the window's foot; not over the picture
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture
 def worlds(tmp_path: Path) -> Path:
     folder = tmp_path / "worlds"
     folder.mkdir()
-    shutil.copytree(SAMPLES / "harbour-heist", folder / "harbour-heist")
+    shutil.copytree(SAMPLE_WORLDS / "harbour-heist", folder / "harbour-heist")
     return folder
 
 

@@ -11,34 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from editor_forms import BASE, SAMPLES, form_of, post, submit
 from fastapi.testclient import TestClient
 
-from gm.editor import create_app
 from gm.editor.saving import save_text
-
-
-@pytest.fixture
-def worlds(tmp_path: Path) -> Path:
-    folder = tmp_path / "worlds"
-    shutil.copytree(SAMPLES, folder)
-    return folder
-
-
-@pytest.fixture
-def client(worlds: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(worlds), base_url=BASE) as made:
-        yield made
+from tests.support.editor_forms import form_of, post, submit
 
 
 def test_the_world_form_does_not_save_through_a_symbolic_link(client: TestClient, worlds: Path, tmp_path: Path) -> None:
@@ -116,6 +100,7 @@ saving.save_text(Path(sys.argv[1]), "{}\\n")
 """
 
 
+@pytest.mark.subprocess
 def test_a_save_killed_midway_leaves_no_temporary_file_for_good(worlds: Path) -> None:
     path = worlds / "tea-house" / "world.json"
     before = path.read_text()

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from editor_forms import SAMPLES, form_of, post, submit
 from fastapi.testclient import TestClient
 
 from gm.cli import main
 from gm.editor import create_app
 from gm.editor.login import COOKIE
 from gm.editor.sessions import FAILURE_WINDOW, FAILURES_ALLOWED, Login
+from tests.support.editor_forms import form_of, post, submit
 
 TOKEN = "the-editor-token-for-tests"
 REMOTE = "http://192.0.2.10:8765"  # a Host name another machine would use
@@ -34,13 +33,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def worlds(tmp_path: Path) -> Path:
-    folder = tmp_path / "worlds"
-    shutil.copytree(SAMPLES, folder)
-    return folder
 
 
 @pytest.fixture

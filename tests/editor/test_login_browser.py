@@ -20,20 +20,14 @@ from typing import Any
 
 import pytest
 import uvicorn
-from browser import ARTIFACTS, launched_browser, opened_page, sync_api
 
 from gm.editor import create_app
 from gm.editor.login import COOKIE
 from gm.editor.sessions import Login, new_token
+from tests.support.browser import opened_page, sync_api
+from tests.support.paths import ARTIFACTS, SAMPLE_WORLDS
 
-SAMPLES = Path(__file__).parent.parent / "worlds"
 SCREENSHOT = ARTIFACTS / "editor-login.png"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_browser() as launched:
-        yield launched
 
 
 def own_address() -> str:
@@ -80,7 +74,7 @@ def serving(worlds: Path, token: str, clock: Clock | None = None) -> Iterator[st
 def worlds(tmp_path: Path) -> Path:
     folder = tmp_path / "worlds"
     folder.mkdir()
-    shutil.copytree(SAMPLES / "harbour-heist", folder / "harbour-heist")
+    shutil.copytree(SAMPLE_WORLDS / "harbour-heist", folder / "harbour-heist")
     return folder
 
 

@@ -9,31 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from editor_forms import BASE, NOTICE, SAMPLES, form_of, post, problems_at, segments, submit, with_dice
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from gm.editor import create_app
 from gm.editor.saving import world_text
-
-
-@pytest.fixture
-def worlds(tmp_path: Path) -> Path:
-    folder = tmp_path / "worlds"
-    shutil.copytree(SAMPLES, folder)
-    return folder
-
-
-@pytest.fixture
-def client(worlds: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(worlds), base_url=BASE) as made:
-        yield made
-
+from tests.support.editor_forms import BASE, NOTICE, SAMPLES, form_of, post, problems_at, segments, submit, with_dice
 
 # The list of worlds and creating one.
 

@@ -5,30 +5,14 @@ bad input (never a 500), and `gm edit`.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from editor_forms import BASE, SAMPLES, form_of, post, problems_at, submit
 from fastapi.testclient import TestClient
 
 from gm.cli import main
-from gm.editor import create_app
-
-
-@pytest.fixture
-def worlds(tmp_path: Path) -> Path:
-    folder = tmp_path / "worlds"
-    shutil.copytree(SAMPLES, folder)
-    return folder
-
-
-@pytest.fixture
-def client(worlds: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(worlds), base_url=BASE) as made:
-        yield made
-
+from tests.support.editor_forms import BASE, form_of, post, problems_at, submit
 
 # Safety.
 

@@ -5,31 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 
 import pytest
-from editor_forms import BASE, SAMPLES, form_of, post, problems_at, segments, submit
 from fastapi.testclient import TestClient
 
-from gm.editor import create_app
+from tests.support.editor_forms import form_of, post, problems_at, segments, submit
 
 HEIST = "/worlds/harbour-heist/dice"
-
-
-@pytest.fixture
-def worlds(tmp_path: Path) -> Path:
-    folder = tmp_path / "worlds"
-    shutil.copytree(SAMPLES, folder)
-    return folder
-
-
-@pytest.fixture
-def client(worlds: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(worlds), base_url=BASE) as made:
-        yield made
 
 
 def edge_segments(html: str, check: int, edge: str) -> list[tuple[str, str]]:

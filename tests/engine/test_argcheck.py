@@ -12,7 +12,6 @@ call ends the same, the same arguments or the same sentence.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,11 +25,11 @@ from gm.engine.tools.running import _arguments
 from gm.errors import ModelRetry
 from gm.problems import json_depth, text_problems
 from gm.world.loading import load_world
+from tests.support.paths import SAMPLE_WORLDS
 
-WORLDS = Path(__file__).parent.parent / "worlds"
 TOOLS = [
     (world.name, tool["function"]["name"], tool["function"]["parameters"])
-    for world in sorted(WORLDS.iterdir())
+    for world in sorted(SAMPLE_WORLDS.iterdir())
     for tool in tool_schemas(load_world(world))
 ]
 ODD_TEXTS = ["", "\x00", "a\x00b", "\ud800", "x\udfffy", "\u00e9l\u00e8ve", "Mara "]

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_WORLD, write_world
-from rounds import last_tool_result, narrate_roll, roll_mara, table
-from test_calendar import CALENDAR
 
 from gm.engine.transcript import render_transcript, transcript
 from gm.errors import RoundFailed
 from gm.store import Store
 from gm.testing import call, reply
+from tests.support.rounds import last_tool_result, narrate_roll, roll_mara, table
+from tests.support.worlds import CALENDAR, HARBOR_WORLD, write_world
 
 HOUR = 60
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
-from rounds import last_tool_result, narrate_roll, roll_mara, table
 from sqlmodel import select
 
 from gm.errors import RoundFailed
 from gm.store import RollRecord, Store
 from gm.testing import call, reply
+from tests.support.rounds import last_tool_result, narrate_roll, roll_mara, table
+from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD, write_world
 
 MARA_AT_30 = (
     "at target 30, every roll of Risky attempt for Mara fails (1d20 reads 1 to 20, 4 to 23 with skill +3);"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from command_line import gm
 
 from gm.engine.commands import MAX_LINE, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from tests.support.command_line import gm
+from tests.support.paths import SAMPLE_WORLDS
 
 
 def test_plain_text_is_for_the_game_master() -> None:
@@ -70,7 +71,7 @@ def test_a_turn_holds_at_most_max_line_characters() -> None:
 
 
 def test_the_terminal_refuses_an_overlong_turn_and_sends_nothing(tmp_path: Path) -> None:
-    world = Path(__file__).resolve().parent.parent / "worlds" / "tea-house"
+    world = SAMPLE_WORLDS / "tea-house"
     env = {"GM_DATABASE_URL": f"sqlite:///{tmp_path / 'gm.db'}"}
     played = gm("play", world, "--model", "rehearsal", stdin="x" * 5000 + "\nI pour the tea.\n", env=env)
     assert played.returncode == 0

@@ -15,13 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import write_world
-from rounds import narrate_roll, table, tool_results
 from sqlmodel import select
 
 from gm.errors import GmError
 from gm.store import Attempt, ModelCall, Store
 from gm.testing import Answer, Raw, Request, Step, call, calls, raw, reply, tool_call
+from tests.support.rounds import narrate_roll, table, tool_results
+from tests.support.worlds import write_world
 
 MB = 1_000_000
 DEEP = 100_000

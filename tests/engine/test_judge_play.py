@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from command_line import gm
-from rounds import fake, tool_results
 
 from gm.engine.prompt import read_judge_request
 from gm.testing import FakeModel, Step, call, reply
+from tests.support.command_line import gm
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.rounds import fake, tool_results
 
 TELLINGS = {
     "succeeded": "The lock gives at once and the door swings wide.",
@@ -88,7 +89,7 @@ def test_gm_play_never_shows_prose_that_tells_the_opposite_of_the_dice(liar: Fak
 
 
 def test_a_rehearsal_shows_the_author_the_judge_step(tmp_path: Path) -> None:
-    world = Path(__file__).parent.parent / "worlds" / "harbour-heist"
+    world = SAMPLE_WORLDS / "harbour-heist"
     played = gm("play", world, "--model", "rehearsal", stdin="I pick the lock of the harbour office.\n")
     assert "Traceback" not in played.stderr
     judged = [line for line in played.stdout.splitlines() if line.startswith("[judge]")]

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import narrate_roll, roll_mara, table, tool_results
 from sqlmodel import select
 
 from gm.engine.judge import FORMAT_NAME
@@ -22,6 +21,7 @@ from gm.errors import RoundFailed
 from gm.models.client import ModelUnavailable
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, honest_judge, http_error, judge_answer, reply
+from tests.support.rounds import narrate_roll, roll_mara, table, tool_results
 
 FAILED_PROSE = "The pick snaps in the lock, and the door stays shut."
 OPENED_PROSE = "Mara slips the lock open and steps inside."

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_world
-from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import col, select
@@ -29,6 +27,8 @@ from gm.errors import Conflict, GmError, LeaseLost, RoundFailed, StoryBusy
 from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, StoryNotFound
 from gm.store._stories import Claim, LeaseBusy
 from gm.testing import http_error, reply, slow
+from tests.support.rounds import narrate_roll, roll_mara, table
+from tests.support.worlds import write_world
 
 SHORT = RoundSettings(lease_seconds=0.6, heartbeat_seconds=0.15)
 

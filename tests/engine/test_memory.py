@@ -7,13 +7,12 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
-from rounds import last_tool_result, narrate_roll, roll_mara, table
-
 from gm.engine.memory import FOLD_AFTER, KEEP_AFTER_FOLD
 from gm.engine.prompt import VERBATIM_ROUNDS
 from gm.store import Store
 from gm.testing import reply
+from tests.support.rounds import last_tool_result, narrate_roll, roll_mara, table
+from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD, write_world
 
 
 def is_fold(request: dict[str, Any]) -> bool:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import function_model, table
 
 from gm import dice
 from gm.engine.game import Game
@@ -20,6 +19,7 @@ from gm.errors import OperatorError, UsageError
 from gm.store import Store
 from gm.store.records import MemoryEntry, ModelCall
 from gm.testing import Step, reply
+from tests.support.rounds import function_model, table
 
 
 def run(coroutine: Any) -> Any:

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import table
 
 from gm.engine.memory import FOLD_AFTER, summary_text
 from gm.store import Store
 from gm.testing import Step, call, reply
+from tests.support.rounds import table
 
 
 def run(coroutine: Any) -> Any:

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import fake, last_tool_result, table
 from sqlmodel import select
-from web import keeper_too, served_app
 
 from gm import dice
 from gm.engine.commands import CommandError, RollDice, parse_command
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, reply
+from tests.support.rounds import fake, last_tool_result, table
+from tests.support.web import keeper_too, served_app
 
 SPACE_INSIDE = "expected '+', '-' or the end (a dice term is written without spaces, such as 4d6kh3)"
 NO_DICE = "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1"
@@ -93,6 +93,7 @@ def test_the_api_refuses_them_and_nothing_is_rolled_stored_or_sent(store: Store,
         assert client.get(f"/api/stories/{story}", headers=auth).json()["story"]["rounds"] == 0
 
 
+@pytest.mark.subprocess
 def test_the_terminal_chat_refuses_them_and_sends_nothing(harbor: Path, tmp_path: Path) -> None:
     model = fake(keeper_too([reply("The gulls cry.")])).start()
     try:

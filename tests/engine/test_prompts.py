@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from command_line import gm
-from rounds import table
 
 from gm.engine import instructions as instructions_module
 from gm.engine.instructions import PROMPT_NAMES, PromptsError, read_prompts, use_prompts
 from gm.store import Store
 from gm.testing import reply
+from tests.support.command_line import gm
+from tests.support.paths import REPOSITORY
+from tests.support.rounds import table
 
-PROMPTS = Path(__file__).parent.parent / "prompts"
+PROMPTS = REPOSITORY / "prompts"
 
 
 @pytest.fixture

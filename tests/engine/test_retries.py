@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import fake, last_tool_result, narrate_roll, roll_mara, table, tool_results
 from sqlmodel import select
-from web import keeper_too, served_app
 
 from gm.engine._earlier_rolls import EARLIER_NOTE
 from gm.engine.round import RoundSettings
@@ -31,6 +29,8 @@ from gm.engine.transcript import render_transcript, transcript
 from gm.errors import OperatorError, RoundFailed
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Request, Step, call, http_error, reply
+from tests.support.rounds import fake, last_tool_result, narrate_roll, roll_mara, table, tool_results
+from tests.support.web import keeper_too, served_app
 
 LIE = narrate_roll("It opens at once.", "succeeded")  # the roll says partial: refused every time
 
@@ -233,6 +233,7 @@ CRASHING_PLAYER = textwrap.dedent(
 )
 
 
+@pytest.mark.subprocess
 def test_a_process_killed_between_the_roll_and_the_narration(store: Store, database_url: str, harbor: Path) -> None:
     """The player's process dies after the roll is written and before the round ends; the next attempt,
     in another process, gets that roll back."""

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import last_tool_result, narrate_roll, roll_mara, table, tool_results
 
 from gm import dice
 from gm.engine.round import PlayerRoll, RoundSettings
@@ -22,6 +21,7 @@ from gm.errors import RoundFailed, StoryBusy
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, calls, http_error, length, raw, reply, tool_call
 from gm.transcript.shapes import OutcomePublic, RoundPublic
+from tests.support.rounds import last_tool_result, narrate_roll, roll_mara, table, tool_results
 
 
 def run(coroutine: Any) -> Any:
@@ -424,7 +424,7 @@ def test_memory_that_fails_is_written_after_a_later_round(store: Store, harbor: 
 
 
 def test_a_world_without_dice_json_offers_plain_dice_but_no_checks(store: Store, tmp_path: Path) -> None:
-    from conftest import HARBOR_WORLD, write_world
+    from tests.support.worlds import HARBOR_WORLD, write_world
 
     world = write_world(tmp_path / "diceless", HARBOR_WORLD, None)
     script = [roll_mara(), call("roll_dice", {"notation": "2d6", "reason": "luck"}), reply("The gulls scatter.")]

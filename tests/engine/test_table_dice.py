@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import fake, narrate_roll, roll_mara, table, tool_results
 from sqlmodel import select
-from web import keeper_too, served_app
 
 from gm.engine.paused import question_of
 from gm.engine.round import RoundPaused, RoundResult
@@ -32,6 +30,8 @@ from gm.integrity.audit import audit
 from gm.integrity.chain import roll_hash
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Request, Step, honest_judge, is_judge_request, reply
+from tests.support.rounds import fake, narrate_roll, roll_mara, table, tool_results
+from tests.support.web import keeper_too, served_app
 
 QUESTION = "Roll 1d20 for Risky attempt, Mara: type the faces"
 PLAYER = {"dice_from": "player"}
@@ -143,6 +143,7 @@ def gm_or_judge(request: Request) -> Step:
     return narrate_roll()(request)
 
 
+@pytest.mark.subprocess
 def test_another_process_continues_a_paused_round(store: Store, harbor: Path, database_url: str) -> None:
     """The round pauses in this process; a second Python process, with its own Game and model client, answers it."""
 
@@ -227,6 +228,7 @@ def test_the_api_streams_the_question_and_the_rest_of_the_round(store: Store, ha
         assert events[0] == "roll" and events[-1] == "done" and "narration" in events
 
 
+@pytest.mark.subprocess
 def test_the_terminal_asks_with_its_prompt_and_reads_the_faces(harbor: Path, tmp_path: Path, database_url: str) -> None:
     """`gm play --dice-from player` with the offline rehearsal game master, its player lines piped in."""
     environment = {**os.environ, "GM_DATABASE_URL": database_url}

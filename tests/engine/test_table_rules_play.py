@@ -14,29 +14,27 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rounds import last_tool_result, narrate_roll, table, tool_results
-
 from gm.engine.tools.running import tool_schemas
 from gm.engine.transcript import opened, opened_lines, transcript
 from gm.integrity.audit import audit
 from gm.store import Store
 from gm.testing import call
 from gm.world.loading import load_world
-
-WORLDS = Path(__file__).parent.parent / "worlds"
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.rounds import last_tool_result, narrate_roll, table, tool_results
 
 
 def copied(name: str, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(WORLDS / name, tmp_path / name))
+    return Path(shutil.copytree(SAMPLE_WORLDS / name, tmp_path / name))
 
 
 def test_roll_checks_schema_offers_edge_and_opponent_only_where_checks_declare_them() -> None:
-    heist = tool_schemas(load_world(WORLDS / "harbour-heist"))[0]["function"]["parameters"]["properties"]
+    heist = tool_schemas(load_world(SAMPLE_WORLDS / "harbour-heist"))[0]["function"]["parameters"]["properties"]
     assert heist["edge"]["enum"] == ["advantage", "disadvantage"]
     assert "attempt: advantage or disadvantage" in heist["edge"]["description"]
     assert "lockwork" not in heist["edge"]["description"]
     assert "outwit" in heist["opponent"]["description"]
-    storm = tool_schemas(load_world(WORLDS / "storm-wall"))[0]["function"]["parameters"]["properties"]
+    storm = tool_schemas(load_world(SAMPLE_WORLDS / "storm-wall"))[0]["function"]["parameters"]["properties"]
     assert "edge" not in storm and "opponent" not in storm
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_world
-from rounds import narrate_roll, roll_mara, table, tool_results
 from sqlmodel import select
 
 from gm.engine.referee import MAX_NARRATION
 from gm.engine.tools.running import MAX_REASON, MAX_TARGET
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
+from tests.support.rounds import narrate_roll, roll_mara, table, tool_results
+from tests.support.worlds import write_world
 
 
 def check_call(**changes: Any) -> Step:

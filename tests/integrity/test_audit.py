@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rounds import narrate_roll, roll_mara, table, tool_results
 from sqlalchemy import delete, update
 from sqlmodel import col, select
 
@@ -33,6 +32,7 @@ from gm.store import RollRecord, RoundRecord, Store, Story
 from gm.testing import Request, Step, call, http_error
 from gm.transcript.shapes import RollPublic, TranscriptPublic
 from gm.world.definition import world_from_data
+from tests.support.rounds import narrate_roll, roll_mara, table, tool_results
 
 NOTICE = call("roll_check", {"check": "notice", "character": "Jon", "reason": "the guards"})
 
@@ -290,7 +290,7 @@ def test_what_a_transcript_file_says_reaches_the_terminal_escaped(
 def test_the_api_audits_a_story(store: Store, harbor: Path, tmp_path: Path) -> None:
     import shutil
 
-    from web import served_app
+    from tests.support.web import served_app
 
     worlds = tmp_path / "worlds"
     worlds.mkdir()
@@ -310,7 +310,7 @@ def test_the_api_audits_a_story(store: Store, harbor: Path, tmp_path: Path) -> N
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One honest story's transcript, as JSON, for the fuzzing below (SQLite only: it is about the file)."""
-    from conftest import write_world
+    from tests.support.worlds import write_world
 
     folder = tmp_path_factory.mktemp("fuzz")
     store = Store(f"sqlite:///{folder / 'gm.db'}")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
@@ -20,6 +19,7 @@ from gm.integrity.chain import genesis, roll_hash
 from gm.store import Store, make_engine
 from gm.store.migrations import upgrade
 from gm.transcript.shapes import RollPublic
+from tests.support.rounds import narrate_roll, roll_mara, table
 
 WORLD = {
     "title": "Old",

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import narrate_roll, roll_mara, table
-from web import served_app
 
 from gm.cli import main
 from gm.engine.transcript import transcript
@@ -28,6 +26,8 @@ from gm.integrity.audit import audit
 from gm.integrity.seeds import reveal
 from gm.store import NotFair, Store, Story
 from gm.testing import call, reply
+from tests.support.rounds import narrate_roll, roll_mara, table
+from tests.support.web import served_app
 
 KEY = bytes(range(32))
 STORY = "0123456789abcdef0123456789abcdef"
@@ -207,6 +207,7 @@ def gm_here(capsys: pytest.CaptureFixture[str], *arguments: str | Path) -> tuple
     return code, out, err
 
 
+@pytest.mark.subprocess
 def test_the_command_line_plays_reveals_and_audits_a_fair_story(
     harbor: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

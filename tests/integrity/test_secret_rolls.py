@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
-from rounds import narrate_roll, table
-from web import keeper_too, served_app
 
 from gm.engine.round import RoundResult
 from gm.engine.tools.running import tool_schemas
@@ -29,6 +26,10 @@ from gm.store import Store
 from gm.testing import call
 from gm.transcript.shapes import TranscriptPublic
 from gm.world.loading import load_world
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.rounds import narrate_roll, table
+from tests.support.web import keeper_too, served_app
+from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD, write_world
 
 NOTICE = {"check": "notice", "character": "Mara", "reason": "watch the clerk"}
 
@@ -166,10 +167,10 @@ def test_the_api_hides_a_secret_card_until_the_story_ends(store: Store, tmp_path
 
 def test_the_editor_marks_a_check_secret(tmp_path: Path) -> None:
     """The Dice form's Secret box: read from dice.json, saved back in the reference's order, and cleared."""
-    from editor_forms import BASE, SAMPLES, form_of, submit
     from fastapi.testclient import TestClient
 
     from gm.editor.app import create_app
+    from tests.support.editor_forms import BASE, SAMPLES, form_of, submit
 
     worlds = tmp_path / "worlds"
     shutil.copytree(SAMPLES, worlds)
@@ -190,13 +191,14 @@ def test_the_editor_marks_a_check_secret(tmp_path: Path) -> None:
         assert [check.get("secret", False) for check in json.loads(path.read_text())["checks"]] == [False] * 3
 
 
+@pytest.mark.subprocess
 def test_a_rehearsal_rolls_a_secret_check_and_the_end_shows_it(tmp_path: Path, database_url: str) -> None:
     """`gm play worlds/storm-wall --model rehearsal`: Read the water is secret, so its card waits for /end."""
     import os
     import subprocess
     import sys
 
-    samples = Path(__file__).parent.parent / "worlds"
+    samples = SAMPLE_WORLDS
     lines = "I read the water along the wall to judge where the seep will break through.\n/open\n/end\nMore.\n"
     done = subprocess.run(
         [str(Path(sys.executable).parent / "gm"), "play", str(samples / "storm-wall"), "--model", "rehearsal"],

@@ -12,11 +12,11 @@ from contextlib import contextmanager
 
 import httpx2
 import pytest
-from test_model import FakeTime, closed_port
 
 from gm.models._aiohttp import AiohttpClient, AiohttpTransport
 from gm.models.client import ModelClient, ModelSettings, ModelUnavailable
 from gm.testing import fake_model, reply
+from tests.support.models import FakeTime, closed_port
 
 HELLO = [{"role": "user", "content": "I pick the lock."}]
 

@@ -6,12 +6,13 @@ import socket
 from pathlib import Path
 
 import pytest
-from command_line import Ran, gm
 
 from gm.testing import Request, Step, call, fake_model, http_error, raw, reply
 from gm.testing.endpoint import endpoint_script
+from tests.support.command_line import Ran, gm
+from tests.support.paths import OPENAI_SCHEMAS
 
-SCHEMA = Path(__file__).parent / "openai" / "chat-completion-request.schema.json"
+SCHEMA = OPENAI_SCHEMAS / "chat-completion-request.schema.json"
 
 
 def check(script: object, *flags: str) -> Ran:

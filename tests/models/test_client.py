@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gm.models.client import (
-    Completion,
     ModelClient,
     ModelError,
     ModelNotConfigured,
@@ -28,10 +22,9 @@ from gm.models.client import (
     Usage,
     retry_after_seconds,
 )
-from gm.testing import FakeModel, Request, Script, Step, call, calls, fake_model, http_error, length, raw, reply, slow
+from gm.testing import FakeModel, Request, Step, call, calls, http_error, length, raw, reply, slow
+from tests.support.models import HELLO, FakeTime, closed_port, complete, served, settings_for
 
-SCHEMAS = Path(__file__).parent / "openai"
-HELLO = [{"role": "user", "content": "I pick the lock."}]
 ROLL_TOOL = {
     "type": "function",
     "function": {
@@ -40,59 +33,6 @@ ROLL_TOOL = {
         "parameters": {"type": "object", "properties": {"check": {"type": "string"}}, "required": ["check"]},
     },
 }
-
-
-class FakeTime:
-    """A clock that only moves when the client sleeps, and a sleep that returns at once but remembers."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.waits: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.now += seconds
-
-
-@contextmanager
-def served(script: Script, *, check: bool = True) -> Iterator[FakeModel]:
-    """A fake model checking every request and answer against OpenAI's schemas."""
-    request_schema = SCHEMAS / "chat-completion-request.schema.json"
-    response_schema = SCHEMAS / "chat-completion-response.schema.json"
-    with fake_model(script, check=check, request_schema=request_schema, response_schema=response_schema) as fake:
-        yield fake
-
-
-def settings_for(fake: FakeModel | str, **changes: Any) -> ModelSettings:
-    base_url = fake if isinstance(fake, str) else fake.base_url
-    return replace(ModelSettings(base_url=base_url, api_key="test-key", model="gm-test"), **changes)
-
-
-def complete(
-    settings: ModelSettings,
-    messages: list[dict[str, Any]] = HELLO,
-    *,
-    time: FakeTime | None = None,
-    **options: Any,
-) -> Completion:
-    """One completion through a fresh client, sleeping on fake time."""
-    fake_time = time or FakeTime()
-
-    async def run() -> Completion:
-        async with ModelClient(settings, sleep=fake_time.sleep, clock=fake_time.clock) as client:
-            return await client.complete(messages, **options)
-
-    return asyncio.run(run())
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def test_a_reply_becomes_a_completion_with_the_servers_usage() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ import pytest
 from gm.models._textcalls import prompted_request, refuses_tools, text_calls
 from gm.models.completion import Completion, read_completion, strip_reasoning
 from gm.testing._openai_schemas import load_validator, problems
+from tests.support.paths import OPENAI_SCHEMAS
 
-SCHEMA = load_validator(Path(__file__).parent / "openai" / "chat-completion-request.schema.json")
+SCHEMA = load_validator(OPENAI_SCHEMAS / "chat-completion-request.schema.json")
 TOOLS = ["roll_check", "narrate"]
 ROLL = {"check": "attempt", "character": "Mara", "target": 12, "reason": "pick the lock"}
 OFFERED = [

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gm.models.client import ModelUnavailable, _encoded
 from gm.testing import raw, reply
-from tests.test_model import complete, served, settings_for
+from tests.support.models import complete, served, settings_for
 
 # What gm's request bodies hold: text of any kind (controls, emoji, quotes), integers, true/false/null,
 # and lists and objects of them. Surrogates are left out: no UTF-8 holds them (tested apart).

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import table
 
 from gm.engine.transcript import transcript
 from gm.models.client import decided_tool_mode
 from gm.store import Store
 from gm.testing.shapes import NARRATION, SHAPES, THINKING, Shape, round_script
 from gm.transcript.shapes import OutcomePublic
+from tests.support.rounds import table
 
 ROLLED = [name for name, shape in SHAPES.items() if shape.plain is None]
 PLAIN = [name for name, shape in SHAPES.items() if shape.plain is not None]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,8 @@ from gm.models.client import (
 )
 from gm.testing import Script, fake_model, http_error, reply
 from gm.testing.shapes import no_tools
+from tests.support.paths import OPENAI_SCHEMAS
 
-SCHEMAS = Path(__file__).parent / "openai"
 HELLO = [{"role": "system", "content": "You are the game master."}, {"role": "user", "content": "I pick the lock."}]
 TOOL = {
     "type": "function",
@@ -45,7 +44,7 @@ class Recorder:
 def played(script: Script, mode: ToolsMode, times: int = 2) -> tuple[list[Completion], Any, ModelClient, Recorder]:
     """`times` completions with the tool through one client; the fake checks every request against the schema."""
     recorder = Recorder()
-    schema = SCHEMAS / "chat-completion-request.schema.json"
+    schema = OPENAI_SCHEMAS / "chat-completion-request.schema.json"
     with fake_model(script, request_schema=schema) as fake:
         client = ModelClient(ModelSettings(fake.base_url, "k", fake.model, tools=mode), sleep=recorder.sleep)
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import openai
 import pytest
-from test_model import FakeTime
 
 from gm.models import _transport as transport
 from gm.models.client import ModelClient, ModelError, ModelSettings, ModelUnavailable, request_options
 from gm.testing import Step, fake_model, http_error, raw, reply, slow
+from tests.support.models import FakeTime
 
 HELLO = [{"role": "user", "content": "I pick the lock, \u00e9l\u00e8ve."}]
 TOOL = {

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_world
 
 from gm import dice
 from gm.engine.game import Game
@@ -20,9 +19,10 @@ from gm.rules.chances import certain
 from gm.store import Store
 from gm.world.definition import CharacterCannotRoll
 from gm.world.loading import load_world
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.worlds import write_world
 
-WORLDS = Path(__file__).parent.parent / "worlds"
-SAMPLES = sorted(folder for folder in WORLDS.iterdir() if (folder / "world.json").exists())
+SAMPLES = sorted(folder for folder in SAMPLE_WORLDS.iterdir() if (folder / "world.json").exists())
 
 OVER_BANDS = [
     {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},

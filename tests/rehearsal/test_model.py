@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_WORLD, write_world
 
 from gm import dice
 from gm.engine.game import Game
@@ -29,6 +28,8 @@ from gm.rules.checks import Check, parse_rules
 from gm.store import Store
 from gm.transcript.shapes import OutcomePublic, RoundPublic
 from gm.world.loading import load_world
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.worlds import HARBOR_WORLD, write_world
 
 BANDS_OVER = [
     {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},
@@ -342,9 +343,6 @@ def test_a_completion_looks_like_a_real_models(bay: Path) -> None:
     assert summary.tool_calls == [] and summary.finish_reason == "stop"
     assert summary.raw_message == {"role": "assistant", "content": "(rehearsal) I wait. Nothing was at stake."}
     assert (summary.usage.prompt_tokens, summary.usage.completion_tokens, summary.usage.estimated) == (22, 11, True)
-
-
-SAMPLE_WORLDS = Path(__file__).resolve().parent.parent / "worlds"
 
 
 @pytest.mark.parametrize("words_said", ["I sneak past the guard.", "I search the warehouse."])

@@ -15,8 +15,9 @@ from gm.integrity.seeds import reveal
 from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
 from gm.world.loading import load_world
+from tests.support.paths import SAMPLE_WORLDS
 
-HEIST = Path(__file__).parent.parent / "worlds" / "harbour-heist"
+HEIST = SAMPLE_WORLDS / "harbour-heist"
 
 
 def test_rehearsal_rolls_an_edge_a_natural_and_an_opposed_check(store: Store, tmp_path: Path) -> None:

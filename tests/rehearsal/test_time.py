@@ -13,9 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from command_line import gm
-from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
-from test_calendar import CALENDAR
 
 from gm import dice
 from gm.engine.game import Game
@@ -24,8 +21,11 @@ from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
 from gm.world.calendar import calendar_from_data
 from gm.world.loading import load_world
+from tests.support.command_line import gm
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.worlds import CALENDAR, HARBOR_DICE, HARBOR_WORLD, write_world
 
-SAMPLE = Path(__file__).parent.parent / "worlds" / "harbour-heist"
+SAMPLE = SAMPLE_WORLDS / "harbour-heist"
 
 
 @pytest.fixture

@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_world
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import notations
 
 from gm import dice
 from gm.cli import main
@@ -24,6 +22,8 @@ from gm.rules.chances import (
     uncertain_targets,
 )
 from gm.rules.checks import Band, Check, CheckRollError, parse_rules
+from tests.support.strategies import notations
+from tests.support.worlds import write_world
 
 SMALL = {"max_terms": 2, "max_dice": 4, "max_sides": 8, "max_constant": 10, "max_outcomes": 4096}
 RESULTS = ("succeeded", "partial", "failed")

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_DICE, write_world
 
 from gm.rules.chances import check_odds
 from gm.rules.checks import CheckRollError, parse_rules
 from gm.transcript.shapes import RollPublic
 from gm.world.loading import load_world
+from tests.support.worlds import HARBOR_DICE, write_world
 
 FIVE_BANDS: list[dict[str, Any]] = [
     {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
 from fastapi.testclient import TestClient
-from rounds import narrate_roll, table
 
 from gm.editor import create_app
 from gm.rules.checks import validate
 from gm.store import Store
 from gm.testing import call
+from tests.support.rounds import narrate_roll, table
+from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD, write_world
 
 
 def dice_with_key(key: str) -> dict[str, Any]:

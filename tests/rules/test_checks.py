@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,9 @@ import pytest
 from gm.problems import Problem, ProblemsError
 from gm.rules.checks import BandGapError, CheckRollError, Rules, parse_rules, resolve, validate
 from gm.world.loading import load_rules
+from tests.support.paths import REPOSITORY
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "dice.json"
+EXAMPLE = REPOSITORY / "examples" / "dice.json"
 
 
 def five_band_check(**changes: Any) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import event, text
 
 from gm.store import Store, Story, StoryNotFound
@@ -22,6 +21,7 @@ from gm.store import _commit_groups as commit_groups
 from gm.store._commit_groups import MAX_GROUP, when_durable
 from gm.store._workers import GroupCommitting, workers_for
 from gm.testing import reply
+from tests.support.rounds import narrate_roll, roll_mara, table
 
 
 @pytest.fixture

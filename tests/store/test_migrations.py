@@ -189,6 +189,7 @@ def test_opening_a_database_twice(database_url: str) -> None:
     second.engine.dispose()
 
 
+@pytest.mark.subprocess
 def test_processes_opening_a_fresh_database_at_once_all_succeed(database_url: str, tmp_path: Path) -> None:
     """Server processes starting together all migrate the same new database: one at a time."""
     processes = 4

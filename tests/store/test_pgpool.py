@@ -9,11 +9,11 @@ import time
 
 import psycopg
 import pytest
-from conftest import POSTGRES_URL
 from sqlalchemy import text
 
 from gm.store import Store
 from gm.store._pgpool import is_open
+from tests.support.databases import POSTGRES_URL
 
 pytestmark = [
     pytest.mark.skipif(not POSTGRES_URL, reason="a server that drops connections: set GM_TEST_POSTGRES_URL"),

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import event
 from sqlmodel import Session, select
 
@@ -25,6 +24,7 @@ from gm.store import Attempt, MemoryEntry, RollRecord, RoundRecord, Store, Story
 from gm.store._workers import Workers
 from gm.testing import calls, reply, tool_call
 from gm.transcript.shapes import RollPublic
+from tests.support.rounds import narrate_roll, roll_mara, table
 
 
 @contextmanager

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 from sqlalchemy import text
 
 from gm.store import MemoryEntry, RollRecord, RoundRecord, Store, Story
@@ -54,6 +55,7 @@ def test_an_expired_lease_can_be_taken(store: Store) -> None:
     assert store.take_lease(story.id, "next", 60)
 
 
+@pytest.mark.subprocess
 def test_the_lease_holds_across_processes(store: Store, database_url: str) -> None:
     story = new_story(store)
     assert store.take_lease(story.id, "here", 60)

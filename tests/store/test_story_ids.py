@@ -10,10 +10,10 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from command_line import gm
-from conftest import HARBOR_DICE, HARBOR_WORLD
 
 from gm.store import AmbiguousStory, Store, Story, StoryNotFound
+from tests.support.command_line import gm
+from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD
 
 TWINS = ("abcdef0123" + "0" * 22, "abcdef0199" + "0" * 22)
 LONER = "123456789a" + "0" * 22

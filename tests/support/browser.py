@@ -20,7 +20,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-ARTIFACTS = Path(__file__).parent / "artifacts"
+
+BAD_REQUEST = "the server responded with a status of 400 (Bad Request)"  # Chromium's console note of a 400
 
 
 def sync_api() -> Any:

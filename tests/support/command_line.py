@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -55,3 +56,10 @@ def installed_gm(
         timeout=120,
         env={**os.environ, **(env or {})},
     )
+
+
+def story_id_in(output: str) -> str:
+    """The id of the story `gm play` says it started (or continues) in its output."""
+    match = re.search(r"story ([0-9a-f]{32})", output)
+    assert match, output
+    return match.group(1)

@@ -14,8 +14,6 @@ from typing import Any
 
 import openai
 import uvicorn
-from rounds import SCHEMAS, fake
-from web import keeper_too
 
 from gm import dice
 from gm.engine.game import Game
@@ -24,6 +22,8 @@ from gm.store import Store
 from gm.testing import FakeModel, Script
 from gm.testing._openai_schemas import load_validator, problems
 from gm.web.app import create_app
+from tests.support.rounds import SCHEMAS, fake
+from tests.support.web import keeper_too
 
 RESPONSE = load_validator(SCHEMAS / "chat-completion-response.schema.json")
 REQUEST = load_validator(SCHEMAS / "chat-completion-request.schema.json")

@@ -11,8 +11,9 @@ from fastapi.testclient import TestClient
 from httpx2 import Response
 
 from gm.editor.saving import dice_text
+from tests.support.paths import SAMPLE_WORLDS
 
-SAMPLES = Path(__file__).parent.parent / "worlds"
+SAMPLES = SAMPLE_WORLDS
 BASE = "http://127.0.0.1"
 
 

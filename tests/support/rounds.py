@@ -10,7 +10,6 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from gm import dice
@@ -19,8 +18,9 @@ from gm.engine.round import RoundSettings
 from gm.models.client import ModelClient, ModelSettings, ToolsMode
 from gm.store import Store
 from gm.testing import FakeModel, FunctionModel, Script, Step, call, honest_judge, reply
+from tests.support.paths import OPENAI_SCHEMAS
 
-SCHEMAS = Path(__file__).parent / "openai"
+SCHEMAS = OPENAI_SCHEMAS
 Transport = Literal["function", "http"]
 
 

@@ -1,14 +1,19 @@
-"""Helpers for web tests: the app around a Game whose model is a fake (in process or over HTTP), in TestClient."""
+"""Helpers for web tests: the app around a Game whose model is a fake (in process or over HTTP), in TestClient
+or under uvicorn in a thread."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from fastapi.testclient import TestClient
-from rounds import Transport, fake, function_model
 
 from gm import dice
 from gm.engine.game import Game
@@ -16,6 +21,7 @@ from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
 from gm.testing import FakeModel, FunctionModel, Script, honest_judge, is_judge_request, reply
 from gm.web.app import create_app
+from tests.support.rounds import Transport, fake, function_model
 
 
 def keeper_too(script: list[Any]) -> Any:
@@ -61,4 +67,46 @@ def served_app(
         with TestClient(app, base_url="http://127.0.0.1") as client:  # the app answers loopback names only
             yield client, model
     finally:
+        model.close()
+
+
+def start_story(client: Any, world: str = "harbour", **extra: Any) -> tuple[str, dict[str, str]]:
+    """A story started over the API: its id, and the headers that carry its token."""
+    answer = client.post("/api/stories", json={"world": world, **extra})
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    return body["story"]["id"], {"Authorization": f"Bearer {body['token']}"}
+
+
+@contextmanager
+def serving(
+    store: Store, worlds: Path, script: list[Any], faces: list[int], *, api_token: str | None = None
+) -> Iterator[tuple[str, Game]]:
+    """The whole app under uvicorn on 127.0.0.1 (a free port), in a thread, around a Game with a fake model."""
+    model = fake(keeper_too(script)).start()
+    loop = asyncio.new_event_loop()
+    listener = socket.socket()
+    try:
+        game = Game(ModelClient(ModelSettings(model.base_url, "k", model.model)), store, source=dice.GivenFaces(faces))
+        listener.bind(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        config = uvicorn.Config(
+            create_app(game, worlds, api_token=api_token, editor=False), log_level="warning", lifespan="off"
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=loop.run_until_complete, args=(server.serve([listener]),), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}", game
+        finally:
+            asyncio.run_coroutine_threadsafe(game.settle(), loop).result(timeout=10)
+            server.should_exit = True
+            thread.join(timeout=10)
+    finally:
+        listener.close()
+        loop.close()
         model.close()

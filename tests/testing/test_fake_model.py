@@ -8,7 +8,6 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import openai
@@ -28,10 +27,10 @@ from gm.testing import (
     tool_call,
 )
 from gm.testing._openai_schemas import explain, load_validator
+from tests.support.paths import OPENAI_SCHEMAS
 
-SCHEMAS = Path(__file__).parent / "openai"
-REQUEST_SCHEMA = SCHEMAS / "chat-completion-request.schema.json"
-RESPONSE_SCHEMA = SCHEMAS / "chat-completion-response.schema.json"
+REQUEST_SCHEMA = OPENAI_SCHEMAS / "chat-completion-request.schema.json"
+RESPONSE_SCHEMA = OPENAI_SCHEMAS / "chat-completion-response.schema.json"
 HELLO = [{"role": "user", "content": "Hello there."}]
 ROLL_TOOL = {
     "type": "function",

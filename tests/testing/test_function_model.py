@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,11 +23,11 @@ from gm.testing import (
     slow,
     tool_call,
 )
+from tests.support.paths import OPENAI_SCHEMAS
 
-SCHEMAS = Path(__file__).parent / "openai"
 CHECKED = {
-    "request_schema": SCHEMAS / "chat-completion-request.schema.json",
-    "response_schema": SCHEMAS / "chat-completion-response.schema.json",
+    "request_schema": OPENAI_SCHEMAS / "chat-completion-request.schema.json",
+    "response_schema": OPENAI_SCHEMAS / "chat-completion-response.schema.json",
 }
 HELLO = [{"role": "system", "content": "s" * 20}, {"role": "user", "content": "u" * 20}]
 ROLL_TOOL = {

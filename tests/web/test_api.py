@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import narrate_roll, roll_mara
-from web import served_app
 
 from gm.store import Store
 from gm.testing import reply
+from tests.support.rounds import narrate_roll, roll_mara
+from tests.support.web import served_app, start_story
 
 
 @pytest.fixture
@@ -25,17 +25,10 @@ def worlds(tmp_path: Path, harbor: Path) -> Path:
     return folder
 
 
-def start(client: Any, world: str = "harbour", **extra: Any) -> tuple[str, dict[str, str]]:
-    answer = client.post("/api/stories", json={"world": world, **extra})
-    assert answer.status_code == 201, answer.text
-    body = answer.json()
-    return body["story"]["id"], {"Authorization": f"Bearer {body['token']}"}
-
-
 def test_worlds_and_a_round_with_a_roll(store: Store, worlds: Path) -> None:
     with served_app(store, worlds, [roll_mara(), narrate_roll()], faces=[11], transport="http") as (client, _):
         assert [w["name"] for w in client.get("/api/worlds").json()] == ["harbour"]
-        story, auth = start(client)
+        story, auth = start_story(client)
         answer = client.post(f"/api/stories/{story}/messages", json={"text": "I pick the lock."}, headers=auth)
         assert answer.status_code == 200, answer.text
         played = answer.json()["round"]
@@ -56,13 +49,13 @@ def test_worlds_and_a_round_with_a_roll(store: Store, worlds: Path) -> None:
 
 def test_stories_are_private(store: Store, worlds: Path) -> None:
     with served_app(store, worlds, []) as (client, _):
-        story, auth = start(client)
+        story, auth = start_story(client)
         assert client.get(f"/api/stories/{story}").status_code == 401
         wrong = client.get(f"/api/stories/{story}", headers={"Authorization": "Bearer nope"})
         unknown = client.get("/api/stories/feedface", headers=auth)
         assert wrong.status_code == unknown.status_code == 404
         assert "error" in wrong.json()
-        other, _ = start(client)
+        other, _ = start_story(client)
         assert client.get(f"/api/stories/{other}", headers=auth).status_code == 404  # one story's token opens only it
 
 
@@ -95,7 +88,7 @@ def test_bad_input_is_a_4xx_with_one_sentence(
     store: Store, worlds: Path, method: str, path: str, body: Any, status: int, words: str
 ) -> None:
     with served_app(store, worlds, []) as (client, _):
-        story, auth = start(client)
+        story, auth = start_story(client)
         url = path.replace("STORY", f"/api/stories/{story}")
         answer = getattr(client, method)(url, json=body, headers=auth)
         assert answer.status_code == status, answer.text
@@ -104,7 +97,7 @@ def test_bad_input_is_a_4xx_with_one_sentence(
 
 def test_malformed_and_oversized_bodies(store: Store, worlds: Path) -> None:
     with served_app(store, worlds, []) as (client, _):
-        story, auth = start(client)
+        story, auth = start_story(client)
         broken = client.post(
             f"/api/stories/{story}/messages", content=b"{not json", headers={**auth, "Content-Type": "application/json"}
         )
@@ -120,7 +113,7 @@ def test_malformed_and_oversized_bodies(store: Store, worlds: Path) -> None:
 def test_dice_setting_roll_command_and_regenerate(store: Store, worlds: Path) -> None:
     script = [reply("The dice clatter on the quay."), reply("Told again, the dice still clatter.")]
     with served_app(store, worlds, script, faces=[4, 4]) as (client, model):
-        story, auth = start(client, dice="hidden")
+        story, auth = start_story(client, dice="hidden")
         assert client.get(f"/api/stories/{story}", headers=auth).json()["story"]["settings"]["dice"] == "hidden"
         changed = client.put(f"/api/stories/{story}/settings", json={"dice": "shown"}, headers=auth)
         assert changed.json()["settings"]["dice"] == "shown"
@@ -137,7 +130,7 @@ def test_dice_setting_roll_command_and_regenerate(store: Store, worlds: Path) ->
 def test_a_round_as_server_sent_events(store: Store, worlds: Path) -> None:
     lie = narrate_roll("It opens at once.", "succeeded")
     with served_app(store, worlds, [roll_mara(), lie, narrate_roll()], faces=[11]) as (client, _):
-        story, auth = start(client)
+        story, auth = start_story(client)
         with client.stream(
             "POST", f"/api/stories/{story}/messages/stream", json={"text": "I pick the lock."}, headers=auth
         ) as answer:
@@ -157,7 +150,7 @@ def test_a_round_as_server_sent_events(store: Store, worlds: Path) -> None:
 def test_a_failed_round_streams_failed(store: Store, worlds: Path) -> None:
     lie = narrate_roll("It opens at once.", "succeeded")
     with served_app(store, worlds, [roll_mara(), lie, lie, lie, lie], faces=[11]) as (client, _):
-        story, auth = start(client)
+        story, auth = start_story(client)
         plain = client.post(f"/api/stories/{story}/messages", json={"text": "I pick the lock."}, headers=auth)
         assert plain.status_code == 502 and "agreement with the dice" in plain.json()["error"]
         assert client.get(f"/api/stories/{story}", headers=auth).json()["rounds"] == []

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import IntegrityError
-from web import served_app
 
 from gm.engine.game import Game
 from gm.store import RoundRecord, Store, Story
 from gm.testing import reply
 from gm.web.app import create_app
+from tests.support.web import served_app
 
 ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorOut"}
 
@@ -144,19 +144,18 @@ def test_the_api_answers_only_loopback_host_names_on_a_loopback_server(store: St
         assert remote.get("/api/worlds").status_code == 200
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_gm_serve_on_loopback_refuses_other_host_names(worlds: Path, database_url: str, tmp_path: Path) -> None:
     import http.client
-    import time
-
-    from test_servers import start_server, wait_until_up
 
     from gm.testing import FakeModel
+    from tests.support.servers import start_server, wait_until_up
 
     with FakeModel([]) as model:
         server = start_server("A", worlds, database_url, model, tmp_path)
         try:
-            wait_until_up(server, time.monotonic() + 60)
+            wait_until_up(server)
             answers = {}
             for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", "rebound.attacker.example"):
                 connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)

@@ -23,7 +23,6 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
-from rounds import narrate_roll, tool_results
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -32,11 +31,12 @@ from schemathesis.checks import (
 )
 from schemathesis.generation import GenerationMode
 from sqlmodel import select
-from web import served_app
 
 from gm.store import Attempt, Store
 from gm.testing import Request, Step, call, reply
 from gm.testing.judging import honest_judge, is_judge_request
+from tests.support.rounds import narrate_roll, tool_results
+from tests.support.web import served_app
 
 EXAMPLES = int(os.environ.get("GM_FUZZ_EXAMPLES", "15"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

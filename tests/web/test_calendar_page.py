@@ -9,15 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import ARTIFACTS, sync_api
-from conftest import HARBOR_WORLD, write_world
-from test_calendar import CALENDAR
-from test_play_page import browser, opened_page, serving
 
 from gm.store import Store
 from gm.testing import call, reply
-
-__all__ = ["browser"]  # the module's Chromium, shared as a fixture
+from tests.support.browser import opened_page, sync_api
+from tests.support.paths import ARTIFACTS
+from tests.support.web import serving
+from tests.support.worlds import CALENDAR, HARBOR_WORLD, write_world
 
 
 @pytest.fixture
@@ -31,7 +29,10 @@ def test_the_play_page_shows_the_time(browser: Any, store: Store, worlds: Path) 
     expect = sync_api().expect
     script = [call("advance_time", {"amount": 3, "unit": "hours", "reason": "waiting"}), reply("Night falls.")]
     script.append(reply("You look at the stars."))
-    with serving(store, worlds, script, faces=[]) as (base, _), opened_page(browser) as (page, problems):
+    with (
+        serving(store, worlds, script, faces=[]) as (base, _),
+        opened_page(browser, width=860, height=900) as (page, problems),
+    ):
         page.goto(f"{base}/")
         page.get_by_role("button", name="Start a story in The Harbour Job").click()
         page.wait_for_url(re.compile(r"/play/[0-9a-f-]+$"))
@@ -61,7 +62,10 @@ def test_a_world_without_a_calendar_shows_no_time(browser: Any, store: Store, ha
     expect = sync_api().expect
     folder = tmp_path / "plain"
     shutil.copytree(harbor, folder / "harbour")
-    with serving(store, folder, [reply("Fog.")], faces=[]) as (base, _), opened_page(browser) as (page, _problems):
+    with (
+        serving(store, folder, [reply("Fog.")], faces=[]) as (base, _),
+        opened_page(browser, width=860, height=900) as (page, _problems),
+    ):
         page.goto(f"{base}/")
         page.get_by_role("button", name="Start a story in The Harbour Job").click()
         expect(page.locator("#play")).to_have_attribute("data-ready", "true")

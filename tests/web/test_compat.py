@@ -13,13 +13,13 @@ from typing import Any
 
 import openai
 import pytest
-from compat import REQUEST, cards, chat, gm_server, marker_of, streamed
-from rounds import narrate_roll, roll_mara
 
 from gm.store import Store
 from gm.testing import Step, call, http_error, reply, slow
 from gm.testing._openai_schemas import problems
 from gm.web.compat.messages import EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
+from tests.support.compat import REQUEST, cards, chat, gm_server, marker_of, streamed
+from tests.support.rounds import narrate_roll, roll_mara
 
 
 def user(text: str) -> dict[str, Any]:

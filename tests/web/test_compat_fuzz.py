@@ -8,15 +8,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compat import RESPONSE
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from web import served_app
 
 from gm.store import Store
 from gm.testing import Step, honest_judge, is_judge_request, reply
 from gm.testing._openai_schemas import problems
 from gm.web.compat.messages import marker_text
+from tests.support.compat import RESPONSE
+from tests.support.web import served_app
 
 
 def answers(request: dict[str, Any]) -> Step:

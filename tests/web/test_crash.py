@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from sqlmodel import select
-from test_servers import BUSY, Server, game_master_texts, send, start_server, wait_until_up
 
 from gm.store import Attempt, Store
 from gm.testing import FakeModel, Request, Step, reply, slow
+from tests.support.servers import BUSY, Server, game_master_texts, send, start_server, wait_until_up
 
 LEASE_SECONDS = 3.0
 HEARTBEAT_SECONDS = 1.0
@@ -38,7 +38,7 @@ def script(request: Request) -> Step:
 
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
-    from rounds import fake
+    from tests.support.rounds import fake
 
     started = fake(script).start()
     try:
@@ -55,15 +55,15 @@ def pair(
     monkeypatch.setenv("GM_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
     started = [start_server(name, worlds, database_url, model, tmp_path) for name in ("A", "B")]
     try:
-        deadline = time.monotonic() + 60
         for server in started:
-            wait_until_up(server, deadline)
+            wait_until_up(server)
         yield started[0], started[1]
     finally:
         for server in started:
             server.stop()
 
 
+@pytest.mark.subprocess
 def test_a_killed_servers_story_can_be_played_again_once_its_lease_runs_out(
     pair: tuple[Server, Server], model: FakeModel, database_url: str
 ) -> None:

@@ -5,27 +5,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
-from browser import ARTIFACTS, launched_browser, opened_page, sync_api
-from rounds import narrate_roll, roll_mara
-from test_play_page import BAD_REQUEST, serving
 
 from gm.engine.transcript import odds_text, opened, transcript
 from gm.integrity import fair
 from gm.store import Store
 from gm.testing import http_error
+from tests.support.browser import BAD_REQUEST, opened_page, sync_api
+from tests.support.paths import ARTIFACTS
+from tests.support.rounds import narrate_roll, roll_mara
+from tests.support.web import serving
 
 NO_DICE = "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_browser() as launched:
-        yield launched
 
 
 def test_a_fair_story_started_and_played_in_the_browser(browser: Any, store: Store, worlds: Path) -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import narrate_roll, roll_mara
-from web import served_app
 
 from gm.store import Store
 from gm.testing import reply
 from gm.web._fast_messages import FastMessages
+from tests.support.rounds import narrate_roll, roll_mara
+from tests.support.web import served_app
 
 JSON = {"Content-Type": "application/json"}
 HANDED_ON = {"Content-Type": "application/vnd.gm+json"}  # FastAPI reads it as JSON; the fast path does not take it

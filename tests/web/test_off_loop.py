@@ -25,16 +25,16 @@ from typing import Any
 import fastapi.dependencies.utils
 import fastapi.routing
 import pytest
-from rounds import function_model, narrate_roll, roll_mara, table
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from web import keeper_too, served_app
 
 from gm.engine.game import Game
 from gm.engine.round import RoundPaused, RoundResult, RoundSettings
 from gm.store import Store
 from gm.store._workers import BACKGROUND, SERVER_THREADS, Workers, workers_for
 from gm.testing import reply, slow
+from tests.support.rounds import function_model, narrate_roll, roll_mara, table
+from tests.support.web import keeper_too, served_app
 
 # A heartbeat that beats during the slow step below, so the lease's renewal is watched too.
 BEATING = RoundSettings(lease_seconds=5.0, heartbeat_seconds=0.05)

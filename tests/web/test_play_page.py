@@ -2,35 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import shutil
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-import uvicorn
-from browser import ARTIFACTS, launched_browser, sync_api
-from browser import opened_page as open_page
-from rounds import fake, narrate_roll, roll_mara
-from web import keeper_too, served_app
-
-from gm import dice
-from gm.engine.game import Game
 from gm.engine.transcript import card, opened, transcript
-from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
 from gm.testing import reply, slow
 from gm.transcript.shapes import RollPublic
-from gm.web.app import create_app
+from tests.support.browser import BAD_REQUEST, sync_api
+from tests.support.browser import opened_page as open_page
+from tests.support.paths import ARTIFACTS
+from tests.support.rounds import narrate_roll, roll_mara
+from tests.support.web import served_app, serving
 
-BAD_REQUEST = "the server responded with a status of 400 (Bad Request)"
 NOT_FOUND = "the server responded with a status of 404 (Not Found)"
 TRICKY_TITLE = 'Mara\'s <b>Harbour</b> & "Co"'
 
@@ -105,46 +92,6 @@ def test_the_pages_stay_out_of_the_api_documentation(store: Store, worlds: Path)
 
 
 # ---- in a browser ----
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_browser() as launched:
-        yield launched
-
-
-@contextmanager
-def serving(
-    store: Store, worlds: Path, script: list[Any], faces: list[int], *, api_token: str | None = None
-) -> Iterator[tuple[str, Game]]:
-    """The whole app under uvicorn on 127.0.0.1 (a free port), in a thread, around a Game with a fake model."""
-    model = fake(keeper_too(script)).start()
-    loop = asyncio.new_event_loop()
-    listener = socket.socket()
-    try:
-        game = Game(ModelClient(ModelSettings(model.base_url, "k", model.model)), store, source=dice.GivenFaces(faces))
-        listener.bind(("127.0.0.1", 0))
-        port = listener.getsockname()[1]
-        config = uvicorn.Config(
-            create_app(game, worlds, api_token=api_token, editor=False), log_level="warning", lifespan="off"
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=loop.run_until_complete, args=(server.serve([listener]),), daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}", game
-        finally:
-            asyncio.run_coroutine_threadsafe(game.settle(), loop).result(timeout=10)
-            server.should_exit = True
-            thread.join(timeout=10)
-    finally:
-        listener.close()
-        loop.close()
-        model.close()
 
 
 def opened_page(browser: Any) -> Any:

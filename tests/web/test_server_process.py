@@ -17,17 +17,18 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from command_line import gm
-from conftest import DEFAULT_COLLECTOR, DEFAULT_SWITCH
-from rounds import narrate_roll, roll_mara
-from test_api import start
-from web import served_app
 
+import gm as gm_package
+import gm.editor as editor_package
 from gm.cli._serve import KEEP_ALIVE_SECONDS, WORKER_ARGUMENTS, worker_app
 from gm.store import Store
 from gm.testing import reply
 from gm.web import process as server_process
 from gm.web.process import SWITCH_SECONDS, Collector
+from tests.support.command_line import gm
+from tests.support.process import DEFAULT_COLLECTOR, DEFAULT_SWITCH
+from tests.support.rounds import narrate_roll, roll_mara
+from tests.support.web import served_app, start_story
 
 
 @pytest.fixture
@@ -138,7 +139,7 @@ def test_rounds_over_the_api_leave_no_cyclic_garbage(store: Store, worlds: Path)
     over a round's own state once kept every round alive until a collection walked it)."""
     script = [roll_mara(), narrate_roll(), reply("The quay is quiet.")] * 4
     with served_app(store, worlds, script, faces=[11, 12, 13, 14], transport="http") as (client, _):
-        story, auth = start(client)
+        story, auth = start_story(client)
         for text in ("I pick the lock.", "I look around."):  # first use: imports, caches, pools
             assert client.post(f"/api/stories/{story}/messages", json={"text": text}, headers=auth).status_code == 200
         gc.collect()
@@ -159,7 +160,28 @@ def test_rounds_over_the_api_leave_no_cyclic_garbage(store: Store, worlds: Path)
     kinds = Counter(f"{type(thing).__module__}.{type(thing).__qualname__}" for thing in garbage)
     assert not [kind for kind in kinds if kind.startswith("gm.")], kinds
     frames = [thing for thing in garbage if isinstance(thing, FrameType)]
-    assert not [frame.f_code.co_filename for frame in frames if f"{os.sep}gm{os.sep}" in frame.f_code.co_filename]
+    assert not [frame.f_code.co_filename for frame in frames if is_gms(frame.f_code.co_filename)]
+
+
+# gm's code is its package and the editor (installed as gm.editor), wherever the checkout is: a clone in a folder
+# named gm holds its virtualenv's libraries under a gm/ too, and those are not gm's.
+GM_FOLDERS = tuple(
+    os.path.realpath(os.path.dirname(package.__file__)) + os.sep for package in (gm_package, editor_package)
+)
+
+
+def is_gms(filename: str) -> bool:
+    """Whether a code object's file is one of gm's own modules."""
+    return os.path.realpath(filename).startswith(GM_FOLDERS)
+
+
+def test_only_gms_own_files_count_as_gms() -> None:
+    import starlette
+
+    assert is_gms(server_process.__file__) and is_gms(editor_package.__file__)
+    assert not is_gms(starlette.__file__) and not is_gms(__file__)
+    checkout = os.path.dirname(os.path.dirname(gm_package.__file__))  # a clone named gm: <...>/gm/.venv/...
+    assert not is_gms(os.path.join(checkout, ".venv", "lib", "python3", "site-packages", "gm", "anyio.py"))
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -7,38 +7,29 @@ Runs only on PostgreSQL (GM_TEST_POSTGRES_URL); each server is a subprocess, alw
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import POSTGRES_URL
-from rounds import fake, narrate_roll
 
 from gm.testing import FakeModel, Request, Step, call, honest_judge, is_judge_request, reply, slow
+from tests.support.databases import POSTGRES_URL
+from tests.support.rounds import fake, narrate_roll
+from tests.support.servers import BUSY, HTTP_SECONDS, Server, game_master_texts, send, start_server, wait_until_up
 
 pytestmark = pytest.mark.skipif(
     not POSTGRES_URL, reason="two gm serve processes share a PostgreSQL database: set GM_TEST_POSTGRES_URL"
 )
 
-STARTUP_SECONDS = 60.0  # a cold start imports FastAPI, SQLAlchemy and openai, and migrates the database
-HTTP_SECONDS = 30.0  # no request of this test may take longer
 SLOW_SECONDS = 1.5  # the game master's slow answer, long enough for the two rounds to overlap
 SLOW_TEXT = "I wait by the tide gate."
 SLOW_NARRATION = "The tide turns slowly; the gate groans but holds."
 ROLL_TEXT = "I pick the strongroom lock."
 SUMMARY = "Something memorable happened."
-BUSY = "another round of this story is being played right now; try again when it is done"
 
 
 def game_master(request: Request) -> Step:
@@ -58,114 +49,6 @@ def game_master(request: Request) -> Step:
     return reply(f"The harbour answers: {last['content']}")
 
 
-def game_master_texts(model: FakeModel) -> list[str]:
-    """The player's text of every game-master request (the keeper's carry no tools), in order."""
-    texts = []
-    for request in list(model.requests):
-        if "tools" in request:
-            users = [message["content"] for message in request["messages"] if message["role"] == "user"]
-            texts.append(users[-1])
-    return texts
-
-
-@dataclass
-class Server:
-    """One `gm serve` subprocess, its port and its captured output."""
-
-    name: str
-    process: subprocess.Popen[bytes]
-    port: int
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def output(self) -> str:
-        text = self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
-        return f"--- server {self.name} (exit code {self.process.poll()}) output ---\n{text[-4000:] or '(none)'}"
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def start_server(name: str, worlds: Path, database_url: str, model: FakeModel, folder: Path) -> Server:
-    env = {
-        **os.environ,
-        "GM_DATABASE_URL": database_url,
-        "OPENAI_BASE_URL": model.base_url,
-        "OPENAI_API_KEY": "test-key",
-        "GM_MODEL": model.model,
-        "PYTHONUNBUFFERED": "1",
-    }
-    env.pop("GM_API_TOKEN", None)
-    port = free_port()
-    log = folder / f"server-{name}.log"
-    with log.open("wb") as output:  # the child keeps its own copy of the descriptor
-        command = [sys.executable, "-m", "gm.cli", "serve", "--worlds", str(worlds), "--host", "127.0.0.1"]
-        process = subprocess.Popen(
-            [*command, "--port", str(port)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    return Server(name, process, port, log)
-
-
-def wait_until_up(server: Server, deadline: float) -> None:
-    while True:
-        if server.process.poll() is not None:
-            pytest.fail(f"server {server.name} exited before answering\n{server.output()}")
-        try:
-            status, _ = send(server, "GET", "/api/worlds", timeout=2)
-            if status == 200:
-                return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            waited = f"server {server.name} did not answer /api/worlds within {STARTUP_SECONDS:.0f} s"
-            pytest.fail(f"{waited}\n{server.output()}")
-        time.sleep(0.1)
-
-
-def send(
-    server: Server, method: str, path: str, body: Any = None, token: str | None = None, timeout: float = HTTP_SECONDS
-) -> tuple[int, Any]:
-    """One request; the status and the JSON answer (for errors too; an answer that is not JSON, as text)."""
-    headers = {"Content-Type": "application/json"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(server.url + path, data=data, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            return answer.status, _parsed(answer.read())
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, _parsed(error.read())
-
-
-def _parsed(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return body.decode(errors="replace")
-
-
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
     """One fake model for both servers, checking every request and answer against OpenAI's schemas."""
@@ -183,9 +66,8 @@ def servers(tmp_path: Path, worlds: Path, database_url: str, model: FakeModel) -
     try:
         for name in ("A", "B"):
             started.append(start_server(name, worlds, database_url, model, tmp_path))
-        deadline = time.monotonic() + STARTUP_SECONDS
         for server in started:
-            wait_until_up(server, deadline)
+            wait_until_up(server)
         yield started[0], started[1]
     finally:
         for server in started:
@@ -193,6 +75,7 @@ def servers(tmp_path: Path, worlds: Path, database_url: str, model: FakeModel) -
             sys.stderr.write(server.output() + "\n")  # pytest shows it when the test fails
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_two_servers_share_stories_and_one_round_at_a_time(servers: tuple[Server, Server], model: FakeModel) -> None:
     a, b = servers

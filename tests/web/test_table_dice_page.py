@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import launched_browser, sync_api
-from browser import opened_page as open_page
-from rounds import narrate_roll, roll_mara
-from test_play_page import serving
 
 from gm.engine.paused import question_of
 from gm.engine.transcript import transcript
 from gm.store import Store
+from tests.support.browser import opened_page as open_page
+from tests.support.browser import sync_api
+from tests.support.rounds import narrate_roll, roll_mara
+from tests.support.web import serving
 
 QUESTION = "Roll 1d20 for Risky attempt, Mara: type the faces"
 
@@ -28,12 +27,6 @@ def worlds(tmp_path: Path, harbor: Path) -> Path:
     folder.mkdir()
     shutil.copytree(harbor, folder / "harbour")
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched_browser() as launched:
-        yield launched
 
 
 def test_the_play_page_asks_for_the_faces(browser: Any, store: Store, worlds: Path) -> None:

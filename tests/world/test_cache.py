@@ -9,6 +9,7 @@ from gm.engine.prompt import describe_world
 from gm.engine.tools.running import tool_schemas
 from gm.world._cache import PerWorld
 from gm.world.loading import load_world
+from tests.support.paths import SAMPLE_WORLDS
 
 
 def test_a_value_is_built_once_per_world_object_and_the_oldest_goes_past_the_bound() -> None:
@@ -39,7 +40,7 @@ def test_tool_schemas_are_shared_by_a_worlds_rounds_but_the_list_is_the_callers(
 
 
 def test_each_world_gets_its_own_tools_and_description() -> None:
-    worlds = Path(__file__).resolve().parent.parent / "worlds"
+    worlds = SAMPLE_WORLDS
     heist, tea = load_world(worlds / "harbour-heist"), load_world(worlds / "tea-house")
     assert "advance_time" in [tool["function"]["name"] for tool in tool_schemas(heist)]
     assert [tool["function"]["name"] for tool in tool_schemas(tea)] == ["roll_dice", "narrate"]

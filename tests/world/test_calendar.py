@@ -6,24 +6,12 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import HARBOR_WORLD
 
 from gm.errors import ModelRetry
 from gm.world.calendar import MAX_ADVANCE_DAYS, advance, calendar_from_data, duration_text, story_time
 from gm.world.definition import validate_world, world_from_data
+from tests.support.worlds import CALENDAR, HARBOR_WORLD
 
-# A small invented calendar: three months of 10, 12 and 8 days (30 a year), a week of 4 days.
-CALENDAR: dict[str, Any] = {
-    "months": [{"name": "Thaw", "days": 10}, {"name": "Bloom", "days": 12}, {"name": "Rime", "days": 8}],
-    "weekdays": ["Oneday", "Twoday", "Threeday", "Fourday"],
-    "era": "AL",
-    "start": {"year": 311, "month": "Bloom", "day": 11, "time": "19:30", "weekday": "Threeday"},
-    "parts_of_day": [
-        {"name": "dawn", "from": "05:00"},
-        {"name": "day", "from": "08:00"},
-        {"name": "night", "from": "20:00"},
-    ],
-}
 HOUR, DAY = 60, 24 * 60
 
 

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_WORLD, write_world
-from editor_forms import BASE
 from fastapi.testclient import TestClient
-from test_play import gm
-from web import served_app
 
 from gm.editor import create_app as create_editor
 from gm.store import Store
 from gm.world.loading import check_world
+from tests.support.command_line import gm
+from tests.support.editor_forms import BASE
+from tests.support.web import served_app
+from tests.support.worlds import HARBOR_WORLD, write_world
 
 
 def nested(folder: Path, levels: int) -> Path:
@@ -41,7 +41,7 @@ def test_gm_check_refuses_a_deeply_nested_file_in_one_sentence(tmp_path: Path, l
 
 
 def test_a_deeply_nested_dice_json_pasted_in_the_editor_is_a_problem(worlds: Path) -> None:
-    from editor_forms import post
+    from tests.support.editor_forms import post
 
     with TestClient(create_editor(worlds), base_url=BASE) as client:
         token = client.app.state.editor.csrf.token  # type: ignore[attr-defined]

@@ -26,16 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rounds import last_tool_result, narrate_roll, table
 
 from gm import dice
 from gm.rules.chances import check_odds
 from gm.store import Store
 from gm.testing import Step, call, reply
 from gm.world.loading import check_world, load_world
+from tests.support.paths import SAMPLE_WORLDS
+from tests.support.rounds import last_tool_result, narrate_roll, table
 
-WORLDS = Path(__file__).resolve().parent.parent / "worlds"
-FOLDERS = sorted(folder for folder in WORLDS.iterdir() if folder.is_dir())
+FOLDERS = sorted(folder for folder in SAMPLE_WORLDS.iterdir() if folder.is_dir())
 FIVE_BANDS = ["Critical failure", "Failure", "Partial success", "Success", "Critical success"]
 
 
@@ -132,7 +132,7 @@ def test_over_and_under_checks_give_every_character_a_band_at_any_target(folder:
     ],
 )
 def test_the_odds_chosen_for_play(name: str, key: str, target: int | None, character: str, expected: list[str]) -> None:
-    world = load_world(WORLDS / name)
+    world = load_world(SAMPLE_WORLDS / name)
     check = world.check(key)
     odds = check_odds(check, target, world.modifier_for(check, world.character(character)))
     assert [chance.probability for chance in odds.bands] == [Fraction(value) for value in expected]
@@ -144,7 +144,7 @@ def test_the_odds_chosen_for_play(name: str, key: str, target: int | None, chara
 
 def copied(folder_name: str, tmp_path: Path) -> Path:
     """A copy of the sample world, to be deleted once the story has started: the story runs on its own copy."""
-    return Path(shutil.copytree(WORLDS / folder_name, tmp_path / folder_name))
+    return Path(shutil.copytree(SAMPLE_WORLDS / folder_name, tmp_path / folder_name))
 
 
 async def play_story(
@@ -163,8 +163,8 @@ async def play_story(
 def assert_world_copied(store: Store, story: str, name: str, title: str) -> None:
     stored = store.story(story)
     assert stored.title == title
-    assert stored.world_data == read(WORLDS / name, "world.json")
-    assert stored.dice_data == read(WORLDS / name, "dice.json")
+    assert stored.world_data == read(SAMPLE_WORLDS / name, "world.json")
+    assert stored.dice_data == read(SAMPLE_WORLDS / name, "dice.json")
 
 
 def check_rolls(record: Any) -> list[tuple[Any, ...]]:
