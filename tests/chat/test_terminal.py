@@ -57,6 +57,7 @@ def model_env() -> Any:
         model.close()
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_piped_gm_play_refuses_a_line_that_is_not_utf8_and_goes_on(model_env: Any, harbor: Path) -> None:
     env = model_env([reply("The first answer."), reply("The second answer.")])

@@ -261,6 +261,7 @@ def test_odds_for_a_character_needs_a_sound_world(tmp_path: Path) -> None:
     assert_one_error_line(gm("odds", npcs_only, "attempt", "--target", "9", "--character", "Tomas"), "'player'")
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_installed_command_as_a_process() -> None:
     roll = installed_gm("roll", "4d6kh3+2", "--seed", "7", "--json")

@@ -165,6 +165,7 @@ def test_an_unreachable_endpoint_is_one_line_and_the_chat_goes_on(
     assert "/roll NOTATION" in result.stdout  # the chat carried on to /help
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_installed_command_plays_piped_input(served: Any, harbor: Path) -> None:
     model, env = served([reply("Fog hangs over the harbour.")])

@@ -61,6 +61,7 @@ def send(url: str, method: str, path: str, body: Any = None, token: str | None =
         return json.load(answer)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_serve_with_rehearsal_plays_each_story_in_its_own_world(tmp_path: Path) -> None:
     worlds = tmp_path / "worlds"
@@ -85,6 +86,7 @@ def test_serve_with_rehearsal_plays_each_story_in_its_own_world(tmp_path: Path) 
     assert "Traceback" not in output
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_serve_says_when_its_worlds_folder_is_empty(tmp_path: Path) -> None:
     empty = tmp_path / "nothing-here"

@@ -175,6 +175,7 @@ def owner(connection: http.client.HTTPConnection, port: int, supervisor: int) ->
     raise AssertionError(f"no worker holds socket {inode}")
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.skipif(not POSTGRES_URL, reason="several workers share a PostgreSQL database: set GM_TEST_POSTGRES_URL")
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)

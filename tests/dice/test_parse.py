@@ -257,6 +257,7 @@ def assert_matches(expression: Expression, specs: list[Spec]) -> None:
     assert (expression.minimum, expression.maximum) == spec_bounds(specs)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(notations())
 @example(("4D6KH3", [DiceSpec(4, 6, "kh", 3, False)]))

@@ -282,6 +282,7 @@ def check_itemised(result: Roll, specs: list[Spec]) -> None:
     assert json.loads(json.dumps(data)) == data
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(rolled())
 def test_roll_with_given_faces_is_itemised_correctly(drawn: tuple[str, list[Spec], list[tuple[int, ...]]]) -> None:
@@ -305,6 +306,7 @@ def test_seeded_roll_stays_in_bounds(drawn: tuple[str, list[Spec]], seed: int) -
     assert roll(text, seed=seed) == result
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(rolled(constants=False, negatives=False), st.data())
 def test_successes_count_kept_faces_at_or_above_hit(

@@ -87,6 +87,7 @@ NOTICE = {
 }
 
 
+@pytest.mark.slow
 def test_an_author_adds_a_check_fixes_its_gap_and_saves(browser: Any, worlds: Path) -> None:
     expect = sync_api().expect
     dice_path = worlds / "harbour-heist" / "dice.json"
@@ -233,6 +234,7 @@ def test_the_hit_field_shows_only_for_a_successes_check(browser: Any, worlds: Pa
         expect(page.locator("#checks-0").get_by_label("Hit")).to_be_hidden()
 
 
+@pytest.mark.slow
 def test_an_author_edits_naturals_edges_and_an_opposed_check_live(browser: Any, worlds: Path) -> None:
     """Issue 16's table rules as form fields: an edge's strip, a natural added with its mistake shown
     beside it as it is typed, an opposed strip against the opponent picked, and the save."""

@@ -78,6 +78,7 @@ def worlds(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_an_author_logs_in_from_another_machine_and_saves(browser: Any, worlds: Path) -> None:
     expect = sync_api().expect
     dice_path = worlds / "harbour-heist" / "dice.json"

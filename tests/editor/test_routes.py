@@ -408,6 +408,7 @@ def test_a_target_that_is_not_a_number_is_noted_and_the_default_used(client: Tes
     assert "over target 11" in page.text
 
 
+@pytest.mark.slow
 def test_odds_too_slow_to_work_out_are_a_labelled_estimate(client: TestClient, worlds: Path) -> None:
     big = {**NOTICE, "dice": "100d1000kh50", "bands": [{"label": "Any", "result": "succeeded"}]}
     with_dice(worlds, "harbour-heist", [NOTICE, big])

@@ -145,6 +145,7 @@ def jsonschema_says(schema: dict[str, Any], instance: Any) -> bool:
     return Draft202012Validator(schema).is_valid(instance) and not text_problems(instance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("world", "tool", "schema"), TOOLS, ids=[f"{world}-{tool}" for world, tool, _ in TOOLS])
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -157,6 +158,7 @@ def test_the_check_agrees_with_jsonschema_on_every_offered_tool(
     assert accepts(instance) == jsonschema_says(schema, instance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("world", "tool", "schema"), TOOLS, ids=[f"{world}-{tool}" for world, tool, _ in TOOLS])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -213,6 +215,7 @@ SCHEMAS = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), schema=LEAF_SCHEMAS)
 def test_the_check_agrees_with_jsonschema_on_generated_values(data: st.DataObject, schema: dict[str, Any]) -> None:
@@ -222,6 +225,7 @@ def test_the_check_agrees_with_jsonschema_on_generated_values(data: st.DataObjec
     assert accepts(instance) == jsonschema_says(schema, instance)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), schema=SCHEMAS)
 def test_the_check_agrees_with_jsonschema_on_generated_schemas(data: st.DataObject, schema: dict[str, Any]) -> None:

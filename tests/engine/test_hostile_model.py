@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlmodel import select
 
 from gm.errors import GmError
@@ -142,6 +143,7 @@ def script(request: Request) -> Step:
     return honest(request)
 
 
+@pytest.mark.slow
 def test_every_round_a_hostile_model_spoils_ends_cleanly(store: Store, tmp_path: Path) -> None:
     """One story plays every case, round after round."""
     endings: dict[str, str] = {}

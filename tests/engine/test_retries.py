@@ -233,6 +233,7 @@ CRASHING_PLAYER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_a_process_killed_between_the_roll_and_the_narration(store: Store, database_url: str, harbor: Path) -> None:
     """The player's process dies after the roll is written and before the round ends; the next attempt,

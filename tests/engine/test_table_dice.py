@@ -143,6 +143,7 @@ def gm_or_judge(request: Request) -> Step:
     return narrate_roll()(request)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_another_process_continues_a_paused_round(store: Store, harbor: Path, database_url: str) -> None:
     """The round pauses in this process; a second Python process, with its own Game and model client, answers it."""
@@ -228,6 +229,7 @@ def test_the_api_streams_the_question_and_the_rest_of_the_round(store: Store, ha
         assert events[0] == "roll" and events[-1] == "done" and "narration" in events
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_terminal_asks_with_its_prompt_and_reads_the_faces(harbor: Path, tmp_path: Path, database_url: str) -> None:
     """`gm play --dice-from player` with the offline rehearsal game master, its player lines piped in."""

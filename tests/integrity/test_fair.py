@@ -119,6 +119,7 @@ def modulo_biased(key: bytes, story: str, roll: int, die: int, sides: int) -> in
     return digest[0] % sides + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sides", [6, 20, 100])
 def test_the_faces_are_uniform(sides: int) -> None:
     accepted, statistic = uniform(fair.face, sides)
@@ -207,6 +208,7 @@ def gm_here(capsys: pytest.CaptureFixture[str], *arguments: str | Path) -> tuple
     return code, out, err
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_command_line_plays_reveals_and_audits_a_fair_story(
     harbor: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -191,6 +191,7 @@ def test_the_editor_marks_a_check_secret(tmp_path: Path) -> None:
         assert [check.get("secret", False) for check in json.loads(path.read_text())["checks"]] == [False] * 3
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_a_rehearsal_rolls_a_secret_check_and_the_end_shows_it(tmp_path: Path, database_url: str) -> None:
     """`gm play worlds/storm-wall --model rehearsal`: Read the water is secret, so its card waits for /end."""

@@ -55,6 +55,7 @@ def test_an_expired_lease_can_be_taken(store: Store) -> None:
     assert store.take_lease(story.id, "next", 60)
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_lease_holds_across_processes(store: Store, database_url: str) -> None:
     story = new_story(store)

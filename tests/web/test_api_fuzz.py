@@ -87,6 +87,7 @@ def served(store: Store, worlds: Path) -> Iterator[TestClient]:
         yield client
 
 
+@pytest.mark.slow
 def test_the_api_keeps_to_its_description(served: TestClient, store: Store) -> None:
     client = served
     mine = client.post("/api/stories", json={"world": "harbour"}).json()

@@ -63,6 +63,7 @@ def pair(
             server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_a_killed_servers_story_can_be_played_again_once_its_lease_runs_out(
     pair: tuple[Server, Server], model: FakeModel, database_url: str

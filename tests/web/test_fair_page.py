@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gm.engine.transcript import odds_text, opened, transcript
 from gm.integrity import fair
 from gm.store import Store
@@ -20,6 +22,7 @@ from tests.support.web import serving
 NO_DICE = "there are no dice to roll here, only a number; a roll needs dice, such as 1d20 or 2d6+1"
 
 
+@pytest.mark.slow
 def test_a_fair_story_started_and_played_in_the_browser(browser: Any, store: Store, worlds: Path) -> None:
     expect = sync_api().expect
     script = [roll_mara(), http_error(400, "The model refused."), roll_mara(), narrate_roll()]

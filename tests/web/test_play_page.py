@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gm.engine.transcript import card, opened, transcript
 from gm.store import Store
 from gm.testing import reply, slow
@@ -98,6 +100,7 @@ def opened_page(browser: Any) -> Any:
     return open_page(browser, width=860, height=900)
 
 
+@pytest.mark.slow
 def test_a_story_played_in_the_browser(browser: Any, store: Store, worlds: Path) -> None:
     expect = sync_api().expect
     player_text = 'I whisper "<b>hello</b>" to the clerk & wait.'

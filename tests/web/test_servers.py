@@ -75,6 +75,7 @@ def servers(tmp_path: Path, worlds: Path, database_url: str, model: FakeModel) -
             sys.stderr.write(server.output() + "\n")  # pytest shows it when the test fails
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_two_servers_share_stories_and_one_round_at_a_time(servers: tuple[Server, Server], model: FakeModel) -> None:
