@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from gm.editor import create_app
 from tests.support.browser import opened_page as open_page
 from tests.support.browser import sync_api
 from tests.support.paths import ARTIFACTS, SAMPLE_WORLDS
+from tests.support.web import uvicorn_in_thread
 
 SCREENSHOT = ARTIFACTS / "editor-dice.png"
 GAP_SCREENSHOT = SCREENSHOT.with_name("editor-dice-gap.png")
@@ -43,19 +41,8 @@ def worlds(tmp_path: Path) -> Path:
 @contextmanager
 def serving(worlds: Path) -> Iterator[str]:
     """The editor under uvicorn on 127.0.0.1 (a free port) in a thread; yields its address."""
-    server = uvicorn.Server(uvicorn.Config(create_app(worlds), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the editor did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    with uvicorn_in_thread(create_app(worlds), "127.0.0.1") as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def opened_page(browser: Any, scripts: bool = True) -> Any:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from gm.editor import create_app
 from gm.editor.login import COOKIE
 from gm.editor.sessions import Login, new_token
 from tests.support.browser import opened_page, sync_api
 from tests.support.paths import ARTIFACTS, SAMPLE_WORLDS
+from tests.support.web import uvicorn_in_thread
 
 SCREENSHOT = ARTIFACTS / "editor-login.png"
 
@@ -55,19 +54,8 @@ class Clock:
 def serving(worlds: Path, token: str, clock: Clock | None = None) -> Iterator[str]:
     """The editor with a login under uvicorn on 0.0.0.0 (a free port) in a thread; yields its address."""
     app = create_app(worlds, allowed_hosts=("*",), login=Login(token, clock=clock))
-    server = uvicorn.Server(uvicorn.Config(app, host="0.0.0.0", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the editor did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    with uvicorn_in_thread(app, "0.0.0.0") as port:
         yield f"http://{own_address()}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture

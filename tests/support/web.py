@@ -110,3 +110,20 @@ def serving(
         listener.close()
         loop.close()
         model.close()
+
+
+@contextmanager
+def uvicorn_in_thread(app: Any, host: str) -> Iterator[int]:
+    """`app` under uvicorn on `host` (a free port) in a thread, waited for until it listens; yields the port."""
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
