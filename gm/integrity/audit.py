@@ -35,7 +35,8 @@ from gm.integrity import fair
 from gm.integrity._audit_checks import check_mismatches, expected_notation
 from gm.integrity.chain import genesis, roll_hash
 from gm.problems import ProblemsError
-from gm.rules.checks import Rules, parse_rules
+from gm.rules.checks import Rules
+from gm.rules.validation import parse_rules
 from gm.transcript.shapes import RollPublic, RoundPublic, TranscriptPublic
 
 # The fields a round's copy of a roll must share with the roll in the chain (the chain's own
