@@ -10,7 +10,13 @@ from tests.support.paths import REPOSITORY
 
 TESTS = REPOSITORY / "tests"
 GM = Path(gm.__file__).parent
-FOUNDATION = {"test_errors.py", "test_hosts.py", "test_nul.py", "test_suite_layout.py"}  # gm's own top-level modules
+FOUNDATION = {
+    "test_errors.py",
+    "test_hosts.py",
+    "test_nul.py",
+    "test_package_tree.py",
+    "test_suite_layout.py",
+}  # gm's own top-level modules
 
 
 def all_test_modules() -> list[Path]:

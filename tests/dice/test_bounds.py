@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gm import dice
-from gm.rules.checks import parse_rules
+from gm.rules.validation import parse_rules
 from tests.support.strategies import DiceSpec, Spec, brute_force, notations
 
 SMALL = {"max_terms": 3, "max_dice": 5, "max_sides": 8, "max_constant": 20, "max_outcomes": 4096}

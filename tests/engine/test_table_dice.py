@@ -27,9 +27,9 @@ from gm.engine.transcript import transcript
 from gm.engine.typed_dice import WrongFaces
 from gm.errors import Conflict
 from gm.integrity.audit import audit
-from gm.integrity.chain import roll_hash
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Request, Step, honest_judge, is_judge_request, reply
+from gm.transcript.chain import roll_hash
 from tests.support.rounds import fake, narrate_roll, roll_mara, table, tool_results
 from tests.support.web import keeper_too, served_app
 

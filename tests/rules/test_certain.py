@@ -21,7 +21,8 @@ from gm.rules.chances import (
     refusal,
     uncertain_targets,
 )
-from gm.rules.checks import Band, Check, CheckRollError, parse_rules
+from gm.rules.checks import Band, Check, CheckRollError
+from gm.rules.validation import parse_rules
 from tests.support.strategies import notations
 from tests.support.worlds import write_world
 

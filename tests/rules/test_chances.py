@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from gm.rules.chances import check_odds
-from gm.rules.checks import CheckRollError, parse_rules
+from gm.rules.checks import CheckRollError
+from gm.rules.validation import parse_rules
 from gm.transcript.shapes import RollPublic
 from gm.world.loading import load_world
 from tests.support.worlds import HARBOR_DICE, write_world

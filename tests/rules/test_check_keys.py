@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gm.editor import create_app
-from gm.rules.checks import validate
+from gm.rules.validation import validate
 from gm.store import Store
 from gm.testing import call
 from tests.support.rounds import narrate_roll, table
