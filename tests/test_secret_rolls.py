@@ -20,17 +20,18 @@ from rounds import narrate_roll, table
 from web import keeper_too, served_app
 
 from gm.engine.round import RoundResult
-from gm.engine.tools.running import tool_schemas
+from gm.engine.tools.offered import tool_schemas
 from gm.engine.transcript import transcript
 from gm.errors import Conflict
 from gm.integrity.audit import audit, since
-from gm.integrity.secret import STORY_ENDED
 from gm.store import Store
 from gm.testing import call
 from gm.transcript.shapes import TranscriptPublic
 from gm.world.loading import load_world
 
 NOTICE = {"check": "notice", "character": "Mara", "reason": "watch the clerk"}
+
+STORY_ENDED = "this story has ended; its secret rolls are shown, and it plays no more rounds"
 
 
 def secret_world(folder: Path) -> Path:

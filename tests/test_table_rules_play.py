@@ -16,7 +16,7 @@ from typing import Any
 
 from rounds import last_tool_result, narrate_roll, table, tool_results
 
-from gm.engine.tools.running import tool_schemas
+from gm.engine.tools.offered import tool_schemas
 from gm.engine.transcript import opened, opened_lines, transcript
 from gm.integrity.audit import audit
 from gm.store import Store
