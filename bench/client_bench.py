@@ -162,7 +162,7 @@ def _conversation(world: Any) -> list[dict[str, Any]]:
 async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[str, float]:
     from gm.engine.judge import Judge
     from gm.engine.prompt import JudgedOutcome, JudgeRequest
-    from gm.engine.tools.running import tool_schemas
+    from gm.engine.tools.offered import tool_schemas
     from gm.models.client import ModelClient, ModelSettings
 
     world = _world()

@@ -86,9 +86,12 @@ def player_text(number: int) -> str:
 
 async def player(base_url: str, world: str, database: str, settle_every: str = "1") -> None:
     """Play rounds as the parent asks on stdin ('play FIRST LAST'), one JSON line per round on stdout."""
-    from gm.engine.game import Game
-    from gm.models.client import ModelClient, ModelSettings
-    from gm.store import Store
+    try:  # the front door; a tree from before it has these in their own modules
+        from gm import Game, ModelClient, ModelSettings, Store
+    except ImportError:
+        from gm.game import Game
+        from gm.model import ModelClient, ModelSettings
+        from gm.store import Store
 
     client = ModelClient(ModelSettings(base_url, "bench-key", "fake-model"))
     store = Store(database)

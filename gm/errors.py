@@ -8,8 +8,13 @@
     │   │   └── LeaseLost   the round outlived its hold on the story, so it was not saved
     │   └── StoryBusy       another round of the story is being played right now
     ├── UsageError          for the caller: a bad request to the library, the CLI or the API
-    │                       (bad notation, a broken world file, an unknown story, nothing to
-    │                       regenerate, a bad command)
+    │   │                   (bad notation, a broken world file, an unknown story, nothing to
+    │   │                   regenerate, a bad command)
+    │   ├── NotFound        no such story or world
+    │   ├── Unauthorized    a token is missing or wrong
+    │   └── Conflict        the request does not fit the story's state
+    │       ├── StoryEnded  the story has ended and plays no more rounds
+    │       └── RoundWaiting a round waits for the player's dice
     └── OperatorError       for whoever runs gm: the model is not configured or cannot be reached
 
 Every message is one sentence that can be shown as it is. The web API turns each group into a
@@ -57,6 +62,17 @@ class Unauthorized(UsageError):
 
 class Conflict(UsageError):
     """The request does not fit the story's state (such as regenerating before any round)."""
+
+
+class StoryEnded(Conflict):
+    """The story has ended: it plays no more rounds, and its secret rolls are shown."""
+
+    def __init__(self, message: str = "this story has ended; its secret rolls are shown, and it plays no more rounds"):
+        super().__init__(message)
+
+
+class RoundWaiting(Conflict):
+    """A round of the story waits for the player's dice: no other round starts until it is answered or abandoned."""
 
 
 class OperatorError(GmError):

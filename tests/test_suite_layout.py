@@ -12,6 +12,7 @@ TESTS = REPOSITORY / "tests"
 GM = Path(gm.__file__).parent
 FOUNDATION = {
     "test_errors.py",
+    "test_front_door.py",
     "test_hosts.py",
     "test_nul.py",
     "test_package_tree.py",

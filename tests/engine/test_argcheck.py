@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from gm.engine.tools._argcheck import compile_schema, depth
-from gm.engine.tools.offered import MAX_DEPTH, ArgumentCheck, tool_schemas
-from gm.engine.tools.running import _arguments
+from gm.engine.tools.offered import MAX_DEPTH, ArgumentCheck, read_arguments, tool_schemas
 from gm.errors import ModelRetry
 from gm.problems import json_depth, text_problems
 from gm.world.loading import load_world
@@ -171,7 +170,7 @@ def test_a_tool_call_ends_the_same_with_the_quick_check_and_without_it(
 
     def ending(check: ArgumentCheck) -> Any:
         try:
-            return "accepted", _arguments(tool, instance, check)
+            return "accepted", read_arguments(tool, instance, check)
         except ModelRetry as refused:
             return "refused", str(refused)
 
@@ -250,7 +249,7 @@ def test_arguments_too_deep_are_refused_as_too_deep_with_the_quick_check_or_with
     asked = {"narration": "Told.", "outcomes": [{"character": deep, "result": "failed"}]}
     for check in (ArgumentCheck(validator, compile_schema(narrate, MAX_DEPTH)), ArgumentCheck(validator, None)):
         with pytest.raises(ModelRetry, match=f"nested more than {MAX_DEPTH} deep"):
-            _arguments("narrate", asked, check)
+            read_arguments("narrate", asked, check)
 
 
 @pytest.mark.parametrize(
@@ -280,8 +279,8 @@ def test_the_tools_own_check_is_used_and_refusals_keep_their_sentences() -> None
     name = roll_check["properties"]["character"]["enum"][0]
     key = roll_check["properties"]["check"]["enum"][0]
     asked = {"check": key, "character": name, "reason": "a try"}
-    assert _arguments("roll_check", asked, check) is asked
+    assert read_arguments("roll_check", asked, check) is asked
     with pytest.raises(ModelRetry, match=r"^roll_check: arguments: 'check' is a required property|roll_check: "):
-        _arguments("roll_check", {"character": name, "reason": "a try"}, check)
+        read_arguments("roll_check", {"character": name, "reason": "a try"}, check)
     with pytest.raises(ModelRetry, match="NUL"):
-        _arguments("roll_check", {**asked, "reason": "a\x00try"}, check)
+        read_arguments("roll_check", {**asked, "reason": "a\x00try"}, check)

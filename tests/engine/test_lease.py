@@ -23,7 +23,7 @@ from sqlmodel import col, select
 import gm.engine._attempt
 from gm.engine.lease import BUSY
 from gm.engine.round import RoundPaused, RoundResult, RoundSettings
-from gm.errors import Conflict, GmError, LeaseLost, RoundFailed, StoryBusy
+from gm.errors import Conflict, GmError, LeaseLost, RoundFailed, StoryBusy, StoryEnded
 from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, StoryNotFound
 from gm.store._stories import Claim, LeaseBusy
 from gm.testing import http_error, reply, slow
@@ -197,26 +197,29 @@ def test_opening_under_a_lease_another_holds_does_nothing_at_all(store: Store) -
     assert store.take_lease(story.id, "theirs", 30)
     theirs = store.start_attempt(story.id, 1)
     with pytest.raises(LeaseBusy, match="being played"):
-        store.open_attempt(story.id, regenerate=False, admit=lambda state, waiting: None, lease=Claim("mine", 30))
+        store.open_attempt(story.id, regenerate=False, lease=Claim("mine", 30))
     assert [(a.id, a.status) for a in attempts(store)] == [(theirs.id, "running")]
     assert holder_of(store, story.id) == "theirs"
     with pytest.raises(StoryNotFound):
-        store.open_attempt("0" * 32, regenerate=False, admit=lambda state, waiting: None, lease=Claim("mine", 30))
+        store.open_attempt("0" * 32, regenerate=False, lease=Claim("mine", 30))
 
 
 def test_opening_takes_a_free_or_expired_lease_in_its_own_transaction(store: Store) -> None:
     story = store.create_story(Story(title="T", world_data={}, dice_data=None, settings={}))
     assert store.take_lease(story.id, "dead process", -1)  # expired long ago
-    opened = store.open_attempt(story.id, regenerate=False, admit=lambda state, waiting: None, lease=Claim("mine", 30))
+    opened = store.open_attempt(story.id, regenerate=False, lease=Claim("mine", 30))
     assert holder_of(store, story.id) == "mine" and opened.number == 1
     assert not store.take_lease(story.id, "theirs", 30)
 
-    def refuse(state: Any, waiting: Any) -> None:
-        raise Conflict("not now")
-
     store.release_lease(story.id, "mine")
-    with pytest.raises(Conflict):  # a refusal rolls the whole opening back, the lease with it
-        store.open_attempt(story.id, regenerate=False, admit=refuse, lease=Claim("refused", 30))
+    with store.session() as session:  # an ended story plays no more rounds
+        ended = session.get(Story, story.id)
+        assert ended is not None
+        ended.ended_at = datetime.now(UTC)
+        session.add(ended)
+        session.commit()
+    with pytest.raises(StoryEnded):  # a refusal rolls the whole opening back, the lease with it
+        store.open_attempt(story.id, regenerate=False, lease=Claim("refused", 30))
     assert holder_of(store, story.id) is None and len(attempts(store)) == 1
 
 

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from gm.engine.paused import question_of
 from gm.engine.round import RoundPaused, RoundResult
 from gm.engine.transcript import transcript
 from gm.engine.typed_dice import WrongFaces
@@ -71,7 +70,7 @@ def test_a_check_pauses_the_round_and_the_typed_faces_finish_it(store: Store, ha
             ]:
                 with pytest.raises(WrongFaces, match=re.escape(said)):
                     await t.game.answer(story, wrong)
-                assert question_of(store, story) == paused.asking  # the question stands
+                assert store.question(story) == paused.asking  # the question stands
             assert rolls(store) == [] and len(t.master.requests) == 1
             done = await t.game.answer(story, "11")
             return t, story, done
@@ -87,7 +86,7 @@ def test_a_check_pauses_the_round_and_the_typed_faces_finish_it(store: Store, ha
     assert t.master.requests[1]["messages"][:-1] == t.master.requests[0]["messages"] + [
         t.master.requests[1]["messages"][-2]
     ]
-    assert statuses(store) == ["accepted"] and question_of(store, story) is None
+    assert statuses(store) == ["accepted"] and store.question(story) is None
     shown = transcript(store, story)
     assert shown.rounds[0].rolls[0].typed and shown.integrity is not None
     report = audit(shown)

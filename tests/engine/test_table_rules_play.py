@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gm.engine.tools.running import tool_schemas
+from gm.engine.tools.offered import tool_schemas
 from gm.engine.transcript import opened, opened_lines, transcript
 from gm.integrity.audit import audit
 from gm.store import Store

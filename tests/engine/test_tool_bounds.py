@@ -15,7 +15,7 @@ import pytest
 from sqlmodel import select
 
 from gm.engine.referee import MAX_NARRATION
-from gm.engine.tools.running import MAX_REASON, MAX_TARGET
+from gm.engine.tools.offered import MAX_REASON, MAX_TARGET
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
 from tests.support.rounds import narrate_roll, roll_mara, table, tool_results
@@ -119,7 +119,7 @@ def test_a_narration_over_the_bound_is_refused(store: Store, tmp_path: Path, how
 
 
 def test_the_bounds_are_in_the_tool_schemas(harbor: Path) -> None:
-    from gm.engine.tools.running import tool_schemas
+    from gm.engine.tools.offered import tool_schemas
     from gm.world.loading import load_world
 
     tools = {

@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from gm.engine.round import RoundResult
-from gm.engine.tools.running import tool_schemas
+from gm.engine.tools.offered import tool_schemas
 from gm.engine.transcript import transcript
 from gm.errors import Conflict
 from gm.integrity.audit import audit, since
-from gm.integrity.secret import STORY_ENDED
 from gm.store import Store
 from gm.testing import call
 from gm.transcript.shapes import TranscriptPublic
@@ -32,6 +31,8 @@ from tests.support.web import keeper_too, served_app
 from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD, write_world
 
 NOTICE = {"check": "notice", "character": "Mara", "reason": "watch the clerk"}
+
+STORY_ENDED = "this story has ended; its secret rolls are shown, and it plays no more rounds"
 
 
 def secret_world(folder: Path) -> Path:

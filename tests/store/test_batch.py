@@ -14,9 +14,9 @@ from sqlalchemy import event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from gm.store import Store
-from gm.store._base import StoryNotFound, table_of, values_of
+from gm.store._base import StoryNotFound, row_of, table_of, values_of
 from gm.store._batch import Batch
-from gm.store._rounds import memories_between, newest_rounds, newest_rounds_queued
+from gm.store._memory import memories_between, newest_rounds, read_now
 from gm.store.records import Attempt, MemoryEntry, RoundRecord, Story
 
 STORIES = table_of(Story)
@@ -50,10 +50,12 @@ def a_story(title: str) -> dict[str, Any]:
 
 def test_a_batch_reads_what_connection_execute_reads(store: Store) -> None:
     story_id = a_story_with_rounds(store, 3)
+    rounds = table_of(RoundRecord)
     with store.transaction() as connection:
-        executed = newest_rounds(connection, story_id, 3)
+        query = select(rounds).where(rounds.c.story_id == story_id).order_by(rounds.c.number)
+        executed = [row_of(RoundRecord, row) for row in connection.execute(query).mappings()]
         batch = Batch(connection)
-        read = newest_rounds_queued(batch, story_id, 3)
+        read = newest_rounds(batch, story_id, 3)
         batch.send()
         batched = read()
     assert [record.number for record in batched] == [1, 2, 3]
@@ -123,7 +125,7 @@ def test_on_postgresql_a_batch_with_its_begin_and_commit_is_one_round_trip(postg
         attempt = Attempt(story_id=story_id, round_number=2)
         batch.add(insert(table_of(Attempt)), attempt.model_dump())
         renamed = batch.add(STORIES.update().values(title="renamed").returning(STORIES.c.title), {})
-        newest = newest_rounds_queued(batch, story_id, 3)
+        newest = newest_rounds(batch, story_id, 3)
         batch.send(commit=True)
     assert counted == [1]
     assert renamed.scalar() == "renamed" and [record.number for record in newest()] == [1]
@@ -133,7 +135,10 @@ def test_on_postgresql_a_batch_with_its_begin_and_commit_is_one_round_trip(postg
 def test_on_postgresql_a_rounds_opening_is_two_round_trips_its_commit_with_the_second(postgres_store: Store) -> None:
     story_id = a_story_with_rounds(postgres_store, 5)
     with round_trips(postgres_store) as counted:
-        opened = postgres_store.open_attempt(story_id, regenerate=False, admit=lambda story, waiting: None)
+        opened = postgres_store.open_attempt(
+            story_id,
+            regenerate=False,
+        )
     assert counted == [2]
     assert opened.number == 6
     with postgres_store.reading() as connection:  # committed: another connection sees the attempt
@@ -157,7 +162,7 @@ def test_on_postgresql_the_keepers_notes_are_two_round_trips_and_a_stale_one_is_
         asyncio.run(postgres_store.off_loop(postgres_store.add_memories, remembered, durable=False))
     assert counted == [2]  # the marks with the BEGIN, then the notes with the COMMIT
     with postgres_store.reading() as connection:
-        written = {entry.round_number: entry.summary for entry in memories_between(connection, story_id, 0)}
+        written = {entry.round_number: entry.summary for entry in read_now(connection, memories_between, story_id, 0)}
     assert written == {1: "Summary 1.", 3: "Summary 3."}
     assert [record.memory_written for record in postgres_store.rounds(story_id)] == [True, False, True]
 
@@ -231,7 +236,7 @@ def test_without_a_pipeline_mode_a_batch_on_postgresql_runs_each_statement_as_it
     story_id = a_story_with_rounds(postgres_store, 2)
     with postgres_store.transaction() as connection:
         batch = Batch(connection)
-        newest = newest_rounds_queued(batch, story_id, 3)
+        newest = newest_rounds(batch, story_id, 3)
         assert not batch.pipelined and [record.number for record in newest()] == [1, 2]  # read before any send
         batch.send(commit=True)  # nothing queued: the block's end commits, as on SQLite
 

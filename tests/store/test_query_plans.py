@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import Executable, event
 
 from gm.store import Store
+from gm.store._memory import _MARK_REMEMBERED, _UNREMEMBERED
 from gm.store._rolls import _UNFINISHED_AT, OF_ROUND
-from gm.store._rounds import _MARK_REMEMBERED, _UNREMEMBERED
 
 
 def plan(store: Store, statement: Executable, parameters: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 from sqlalchemy import event
 from sqlmodel import Session, select
 
-from gm.errors import LeaseLost
+from gm.errors import LeaseLost, StoryEnded
 from gm.store import Attempt, MemoryEntry, RollRecord, RoundRecord, Store, Story, make_engine
 from gm.store._workers import Workers
 from gm.testing import calls, reply, tool_call
@@ -152,7 +153,7 @@ def test_opening_reads_the_story_and_the_rounds_earlier_rolls_and_abandons_a_dea
             story_id=story.id, attempt_id=dead.id, round_number=6, kind="dice", notation="1d6", faces=[[4]], total=4
         )
     )
-    opened = store.open_attempt(story.id, regenerate=False, admit=lambda story, waiting: None)
+    opened = store.open_attempt(story.id, regenerate=False)
     assert (opened.number, opened.story.rounds) == (6, 5)
     assert [roll.total for roll in opened.retried] == [4]
     assert opened.unfinished == {dead.id}
@@ -162,13 +163,10 @@ def test_opening_reads_the_story_and_the_rounds_earlier_rolls_and_abandons_a_dea
 
 
 def test_a_refused_opening_writes_no_attempt(store: Store) -> None:
-    story = store.create_story(Story(title="t", world_data={}, settings={}))
-
-    def refuse(state: Any, waiting: Any) -> None:
-        raise LeaseLost("no")
-
-    with pytest.raises(LeaseLost):
-        store.open_attempt(story.id, regenerate=False, admit=refuse)
+    """A story that has ended is refused as the attempt would open, and nothing is written."""
+    story = store.create_story(Story(title="t", world_data={}, settings={}, ended_at=datetime.now(UTC)))
+    with pytest.raises(StoryEnded, match="this story has ended"):
+        store.open_attempt(story.id, regenerate=False)
     with store.session() as session:
         assert session.exec(select(Attempt)).all() == []
 
@@ -208,9 +206,8 @@ def handed_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 def test_a_round_hands_its_work_to_the_database_thread_once_a_step(
     store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The opening; each answer's tool calls that roll (with the accept, when such an answer ends the round and
-    the judge need not read it); an ending's accept. A narrate alone is refereed on the loop: it needs no
-    database, so its accept is its hand-off, after the judge if the judge reads it."""
+    """The opening; each answer's tool calls that roll; the accept. A narrate alone runs on the loop (it needs no
+    database), and so do its referee and judge: only its accept is a hand-off."""
     script = [roll_mara(), narrate_roll(), reply("The quay is quiet."), roll_mara(), narrate_roll()]
 
     async def play() -> dict[str, list[str]]:
@@ -233,9 +230,9 @@ def test_a_round_hands_its_work_to_the_database_thread_once_a_step(
 
     seen = asyncio.run(play())
     assert seen == {
-        "rolled": ["begin", "_run_calls", "_finish"],
-        "plain": ["begin", "_finish"],
-        "judged": ["begin", "_run_calls", "_finish"],
+        "rolled": ["_open", "run_calls", "accept"],
+        "plain": ["_open", "accept"],
+        "judged": ["_open", "run_calls", "accept"],
     }
 
 

@@ -295,10 +295,10 @@ def test_the_memory_keepers_work_is_background_work(
 
     asyncio.run(main())
     keeper = [background for name, background in marked if name in ("keeper_rounds", "_write_then_read_unfolded")]
-    round_work = [background for name, background in marked if name in ("begin", "_run_calls", "_finish")]
+    round_work = [background for name, background in marked if name in ("_open", "run_calls", "accept")]
     assert keeper and all(keeper), marked
     assert round_work and not any(round_work), marked
-    assert durable["_finish"] and not durable["begin"], durable
+    assert durable["accept"] and not durable["_open"], durable
     assert not durable["keeper_rounds"] and not durable["_write_then_read_unfolded"], durable
 
 

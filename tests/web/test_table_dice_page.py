@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from gm.engine.paused import question_of
 from gm.engine.transcript import transcript
 from gm.store import Store
 from tests.support.browser import opened_page as open_page
@@ -85,6 +84,6 @@ def test_the_play_page_asks_for_the_faces(browser: Any, store: Store, worlds: Pa
         page.get_by_role("button", name="Abandon the round").click()
         expect(page.locator("#faces-form")).to_be_hidden()
         expect(page.locator("#send")).to_be_enabled()
-        assert question_of(store, story_id) is None
+        assert store.question(story_id) is None
         # The browser logs the one 400 the wrong faces drew, and nothing else.
         assert problems == ["Failed to load resource: the server responded with a status of 400 (Bad Request)"]

@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from gm.engine.prompt import describe_world
-from gm.engine.tools.running import tool_schemas
+from gm.engine.tools.offered import tool_schemas
 from gm.world._cache import PerWorld
 from gm.world.loading import load_world
 from tests.support.paths import SAMPLE_WORLDS
