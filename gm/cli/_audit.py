@@ -14,7 +14,6 @@ import argparse
 import json
 import unicodedata
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -30,34 +29,6 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 
 class AuditCommandError(UsageError, ValueError):
     """Bad input to `gm audit` or `gm reveal`; one `error:` line."""
-
-
-def add_audit_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
-    """Add `gm audit` and `gm reveal` to the command line."""
-    checking = subcommands.add_parser(
-        "audit",
-        help="check a story's dice: the roll chain, every total and band, outcomes, fair seeds",
-        description="gm audit STORY checks a story in the database; gm audit --file TRANSCRIPT.json checks an "
-        "exported transcript (gm show STORY --json) with no database. Exit 1 on any mismatch.",
-    )
-    checking.add_argument("story", nargs="?", help="the story's id, or a unique start of it (6+ characters)")
-    checking.add_argument("--file", type=Path, help="a transcript exported with gm show STORY --json")
-    checking.add_argument(
-        "--since",
-        type=Path,
-        metavar="EARLIER.json",
-        help="a transcript of the story saved before: its rolls and commitments must be unchanged",
-    )
-    checking.add_argument("--json", action="store_true", help="print the whole report as JSON")
-    checking.set_defaults(run=run_audit)
-
-    revealing = subcommands.add_parser(
-        "reveal",
-        help="publish a fair story's seed so far, and commit a fresh one for the rolls that follow",
-    )
-    revealing.add_argument("story", help="the story's id, or a unique start of it (6+ characters)")
-    revealing.add_argument("--json", action="store_true", help="print the revealed seed and the new commitment as JSON")
-    revealing.set_defaults(run=run_reveal)
 
 
 def run_audit(arguments: argparse.Namespace) -> int:

@@ -20,20 +20,6 @@ from gm.world.definition import DICE_FILE, WORLD_FILE
 from gm.world.loading import check_world, world_files
 
 
-def add_check_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
-    """Add `gm check` to the command line."""
-    check = subcommands.add_parser(
-        "check",
-        help="validate worlds (world.json and dice.json) or dice.json files",
-        description="gm check PATH... checks world folders, world.json or dice.json files, or folders of worlds.",
-    )
-    check.add_argument(
-        "paths", nargs="+", type=Path, help="world folders, world.json or dice.json files, or a folder of worlds"
-    )
-    check.add_argument("--json", action="store_true", help="print the problems as JSON")
-    check.set_defaults(run=run_check)
-
-
 def checked_paths(paths: list[Path]) -> list[Path]:
     """The worlds and files meant by `paths`: a folder of worlds stands for each world in it."""
     found: list[Path] = []

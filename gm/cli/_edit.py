@@ -13,25 +13,6 @@ from gm._hosts import allowed_hosts
 from gm.errors import UsageError
 
 
-def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
-    """Add `gm edit` to the command line."""
-    edit = subcommands.add_parser(
-        "edit",
-        help="edit the worlds in a folder in your browser (world.json and dice.json as forms)",
-        description="gm edit [WORLDS_DIR] serves the world editor; open the address it prints.",
-    )
-    edit.add_argument(
-        "worlds", nargs="?", type=Path, default=Path("worlds"), help="the folder of worlds (default worlds/)"
-    )
-    edit.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="the address to listen on (default 127.0.0.1: this machine only; any other asks for a login)",
-    )
-    edit.add_argument("--port", type=int, default=8765, help="the port to listen on (default 8765)")
-    edit.set_defaults(run=run_edit)
-
-
 def run_edit(arguments: argparse.Namespace) -> int:
     worlds: Path = arguments.worlds
     if not worlds.is_dir():

@@ -14,14 +14,8 @@ from typing import Any, Literal
 from gm._hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm._text import visible
 from gm.cli._edit import check_port, editor_login, print_login
-from gm.cli._story import (
-    REHEARSAL,
-    add_judge_argument,
-    add_prompts_argument,
-    add_tools_argument,
-    choose_judge,
-    model_settings,
-)
+from gm.cli._parser import REHEARSAL
+from gm.cli._story import choose_judge, model_settings
 from gm.engine.game import Game
 from gm.engine.instructions import use_prompts
 from gm.engine.lease import check_settings
@@ -32,33 +26,6 @@ from gm.rehearsal.model import RehearsalModel
 from gm.store import Store, default_database_url
 from gm.web.process import tune_server_process
 from gm.world.definition import WORLD_FILE
-
-
-def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
-    """Add `gm serve` to the command line."""
-    serve = subcommands.add_parser("serve", help="serve the story API, the play page and the editor over HTTP")
-    serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
-    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
-    serve.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="server processes on the one port, one per core (default 1; more than 1 needs PostgreSQL)",
-    )
-    serve.add_argument(
-        "--editor",
-        action="store_true",
-        help="also mount the world editor at /editor when --host serves other machines (it then asks for a login)",
-    )
-    serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
-    serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
-    serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
-    add_tools_argument(serve)
-    add_judge_argument(serve)
-    add_prompts_argument(serve)
-    serve.set_defaults(run=run_serve)
-
 
 MAX_WORKERS = 64
 WORKER_ARGUMENTS = "GM_SERVE_WORKER_ARGUMENTS"  # how `gm serve --workers N` hands its options to each worker

@@ -6,13 +6,12 @@ import argparse
 import asyncio
 import json
 import sys
-from pathlib import Path
-from typing import Any
 
 from gm._text import counted, visible, visible_json
 from gm.chat.terminal import Chat
+from gm.cli._parser import REHEARSAL
 from gm.engine.game import Game
-from gm.engine.instructions import PROMPTS_ENV, use_prompts
+from gm.engine.instructions import use_prompts
 from gm.engine.judge import judge_settings
 from gm.engine.transcript import render_transcript, story_public, transcript
 from gm.errors import UsageError
@@ -22,47 +21,6 @@ from gm.store import Store, Story, StoryNotFound
 from gm.transcript.shapes import as_utc
 from gm.world.definition import World, world_from_data
 from gm.world.loading import load_world
-
-REHEARSAL = "rehearsal"
-
-
-def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
-    """Add `gm play`, `gm stories` and `gm show` to the command line."""
-    play = subcommands.add_parser(
-        "play",
-        help="play a story in the terminal",
-        description="gm play WORLD starts a story; gm play --story ID continues one.",
-    )
-    play.add_argument("world", nargs="?", type=Path, help="a world folder (to start a new story)")
-    play.add_argument("--story", help="the id of a story to continue, or a unique start of it (6+ characters)")
-    play.add_argument("--dice", choices=["shown", "hidden"], help="show the dice under the narration, or not")
-    play.add_argument(
-        "--fair",
-        action="store_true",
-        help="provably fair dice for a new story: derived from a seed committed now (gm reveal publishes it)",
-    )
-    play.add_argument("--player-seed", help="with --fair: your own seed, mixed into the dice")
-    play.add_argument(
-        "--dice-from",
-        choices=["engine", "player"],
-        help="who rolls a new story's checks: the engine (the default), or you at the table, typing the faces",
-    )
-    play.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}' to play offline")
-    play.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
-    play.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
-    add_tools_argument(play)
-    add_judge_argument(play)
-    add_prompts_argument(play)
-    play.set_defaults(run=run_play)
-
-    stories = subcommands.add_parser("stories", help="list the stories")
-    stories.add_argument("--json", action="store_true", help="print them as JSON")
-    stories.set_defaults(run=run_stories)
-
-    show = subcommands.add_parser("show", help="print a story's transcript: rounds, narration, outcomes, every roll")
-    show.add_argument("story", help="the story's id, or a unique start of it (6 characters or more)")
-    show.add_argument("--json", action="store_true", help="print the transcript as JSON (a stable shape)")
-    show.set_defaults(run=run_show)
 
 
 def run_play(arguments: argparse.Namespace) -> int:
@@ -119,36 +77,6 @@ def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
 def model_settings(arguments: argparse.Namespace) -> ModelSettings:
     """The endpoint's settings from the flags, the environment filling in what they leave out."""
     return ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model, arguments.tools)
-
-
-def add_tools_argument(parser: argparse.ArgumentParser) -> None:
-    """`--tools native|prompted|auto`: how tools are offered to the model (see gm.models.client)."""
-    parser.add_argument(
-        "--tools",
-        choices=["native", "prompted", "auto"],
-        help="offer tools natively, describe them in the prompt (for servers without tool calling), or decide "
-        "per endpoint and model on the first refusal (default GM_TOOLS, else auto)",
-    )
-
-
-def add_judge_argument(parser: argparse.ArgumentParser) -> None:
-    """`--judge MODEL|off`: the narration judge's model, or no judge (the story then says so)."""
-    parser.add_argument(
-        "--judge",
-        metavar="MODEL|off",
-        help="the model that judges narrations (default GM_JUDGE_MODEL, else the game master's), or 'off'",
-    )
-
-
-def add_prompts_argument(parser: argparse.ArgumentParser) -> None:
-    """`--prompts DIR`: an edited copy of the prompts/ folder, to use instead of the installed one."""
-    parser.add_argument(
-        "--prompts",
-        type=Path,
-        metavar="DIR",
-        help=f"a folder with the models' instructions, an edited copy of prompts/ (default {PROMPTS_ENV}, else the"
-        " installed ones)",
-    )
 
 
 def choose_judge(arguments: argparse.Namespace, master: ChatModel) -> ChatModel | None:

@@ -1,0 +1,135 @@
+"""Benchmark: how long the quick commands take to answer, beside `python -c pass` on the same machine.
+
+What it measures
+----------------
+Five commands a player or a world author runs from the shell, each as a new process through the
+installed `gm` console script, exactly as typed:
+
+    gm --version        gm --help        gm roll 1d20        gm odds 2d6        gm check worlds/harbour-heist
+
+and, interleaved with them, `python -c pass` run by the same virtual environment's interpreter: the
+floor no Python command can go under (the interpreter starting, `site`, the editable install's
+finder). Each round runs every command once (and the floor once before each), in a shuffled order,
+so a machine that changes speed during the run slows every column alike. For each command it
+reports the median wall time, the median CPU time (user + system of the child process, from
+`os.wait4`), and the ratio of each to the floor's median. The goal (issue 36) is a wall ratio of at
+most 4.
+
+`--baseline DIR` runs the same commands with `DIR/.venv/bin/gm` (and `DIR/.venv/bin/python -c pass`
+as its floor) in the same rounds, with `DIR` as the working folder, for a "before" column.
+
+How to run
+----------
+From the project root, with the virtualenv active::
+
+    python bench/startup_bench.py                              # 21 rounds
+    python bench/startup_bench.py --rounds 31 --baseline /work/base
+
+The output is a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS: list[tuple[str, list[str]]] = [
+    ("gm --version", ["--version"]),
+    ("gm --help", ["--help"]),
+    ("gm roll 1d20", ["roll", "1d20"]),
+    ("gm odds 2d6", ["odds", "2d6"]),
+    ("gm check worlds/harbour-heist", ["check", "worlds/harbour-heist"]),
+]
+FLOOR = "python -c pass"
+
+
+@dataclass
+class Samples:
+    """The wall and CPU times of one command in one tree, in seconds."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+
+def run_once(command: list[str], folder: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of `command` in `folder`; a failing command stops the bench."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    assert process.stderr is not None
+    error = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} in {folder} exited {process.returncode}: {error.strip()}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def measure(trees: dict[str, Path], rounds: int, seed: int) -> dict[str, dict[str, Samples]]:
+    """Samples per tree and command (the floor included), the runs of all trees interleaved."""
+    samples = {name: {label: Samples() for label in [FLOOR, *(label for label, _ in COMMANDS)]} for name in trees}
+    jobs = [(name, label, arguments) for name in trees for label, arguments in COMMANDS]
+    shuffle = random.Random(seed)
+    for index in range(1 + rounds):  # the first round warms the disk cache and is not counted
+        shuffle.shuffle(jobs)
+        for name, label, arguments in jobs:
+            venv = trees[name] / ".venv" / "bin"
+            floor = [str(venv / "python"), "-c", "pass"]
+            for measured, command in ((FLOOR, floor), (label, [str(venv / "gm"), *arguments])):
+                wall, cpu = run_once(command, trees[name])
+                if index > 0:
+                    samples[name][measured].wall.append(wall)
+                    samples[name][measured].cpu.append(cpu)
+    return samples
+
+
+def table(samples: dict[str, dict[str, Samples]]) -> str:
+    """One row per command: each tree's median wall and CPU in ms, and their ratios to the tree's floor."""
+    names = list(samples)
+    header = "| command | " + " | ".join(f"{name}: wall | CPU | wall ratio | CPU ratio" for name in names) + " |"
+    lines = [header, "|---|" + "---:|" * (4 * len(names))]
+    for label in [FLOOR, *(label for label, _ in COMMANDS)]:
+        cells = []
+        for name in names:
+            floor, this = samples[name][FLOOR], samples[name][label]
+            wall, cpu = statistics.median(this.wall), statistics.median(this.cpu)
+            ratio_wall = wall / statistics.median(floor.wall)
+            ratio_cpu = cpu / statistics.median(floor.cpu)
+            cells.append(f"{wall * 1000:.0f} ms | {cpu * 1000:.0f} ms | {ratio_wall:.1f}x | {ratio_cpu:.1f}x")
+        lines.append(f"| `{label}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=21, help="runs of each command (default 21)")
+    parser.add_argument("--baseline", type=Path, help="a tree with its own .venv whose gm gives the 'before' column")
+    parser.add_argument("--seed", type=int, default=36, help="the seed of the shuffled order")
+    arguments = parser.parse_args()
+    trees = {"after": ROOT}
+    if arguments.baseline is not None:
+        if not (arguments.baseline / ".venv" / "bin" / "gm").is_file():
+            parser.error(f"--baseline {arguments.baseline} has no .venv/bin/gm")
+        trees = {"before": arguments.baseline.resolve(), **trees}
+    samples = measure(trees, arguments.rounds, arguments.seed)
+    print(
+        f"{arguments.rounds} rounds, medians; Python {platform.python_version()}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f} at the end; {sys.platform}"
+    )
+    print()
+    print(table(samples))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,101 @@
+"""The quick commands import only what they use: `import gm.dice`, `gm --version`, `gm --help`, `gm roll`
+and `gm odds` load no model client, database, web or validation library, and `gm check` only the JSON
+Schema validator it checks worlds with.
+
+Each runs as a process of its own (the installed `gm` script, as a user types it) with Python's
+import log on (`PYTHONPROFILEIMPORTTIME`), and the test reads which packages it imported. How fast
+they start is measured by bench/startup_bench.py, beside `python -c pass`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.command_line import INSTALLED
+
+pytestmark = pytest.mark.subprocess
+
+ROOT = Path(__file__).resolve().parents[2]
+WORLD = ROOT / "worlds" / "harbour-heist"
+# What a quick command must never load: the model client and its HTTP stacks, the database, the web
+# server, pydantic (and its settings), the terminal's rich text, and (but for a world's check) jsonschema.
+HEAVY = (
+    "openai",
+    "httpx",
+    "aiohttp",
+    "sqlalchemy",
+    "sqlmodel",
+    "psycopg",
+    "alembic",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "pydantic_core",
+    "pydantic_settings",
+    "rich",
+    "jsonschema",
+)
+
+
+def imported_packages(command: list[str]) -> set[str]:
+    """The top-level packages `command` imported, from the import log Python writes to stderr."""
+    environment = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    ran = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=environment, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    packages = set()
+    for line in ran.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            packages.add(name.split(".")[0])
+    assert "gm" in packages or command[-1] == "pass", "the import log was not read: " + ran.stderr[-500:]
+    return packages
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["--version"], ["--help"], ["roll", "1d20"], ["roll", "4d6kh3+2", "--json"], ["odds", "2d6"]],
+    ids=lambda arguments: " ".join(arguments),
+)
+def test_quick_commands_import_no_heavy_library(arguments: list[str]) -> None:
+    loaded = imported_packages([str(INSTALLED), *arguments])
+    assert not loaded & set(HEAVY), f"gm {' '.join(arguments)} imported {sorted(loaded & set(HEAVY))}"
+
+
+def test_importing_the_dice_engine_imports_no_heavy_library() -> None:
+    loaded = imported_packages([sys.executable, "-c", "import gm.dice; gm.dice.roll('1d20')"])
+    assert "gm" in loaded
+    assert not loaded & set(HEAVY), f"import gm.dice imported {sorted(loaded & set(HEAVY))}"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["check", str(WORLD)], ["odds", str(WORLD), "attempt", "--target", "12"]],
+    ids=["check", "odds of a check"],
+)
+def test_world_commands_import_only_the_schema_validator(arguments: list[str]) -> None:
+    loaded = imported_packages([str(INSTALLED), *arguments])
+    assert "jsonschema" in loaded  # the check is real: world files are validated against their schemas
+    assert not loaded & set(HEAVY[:-1]), f"gm {' '.join(arguments)} imported {sorted(loaded & set(HEAVY[:-1]))}"
+
+
+def test_the_log_shows_a_heavy_command_for_what_it_is() -> None:
+    """The reading of the log can fail: `gm play` without a model loads the engine before it refuses."""
+    environment = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "OPENAI_BASE_URL": "", "GM_MODEL": ""}
+    ran = subprocess.run(
+        [str(INSTALLED), "play", str(WORLD)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+        timeout=120,
+    )
+    assert ran.returncode == 2 and "error:" in ran.stderr
+    names = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in ran.stderr.splitlines() if "import time:" in line}
+    assert {"openai", "sqlalchemy"} <= names
