@@ -16,7 +16,7 @@ reports the median wall time, the median CPU time (user + system of the child pr
 most 4.
 
 `--baseline DIR` runs the same commands with `DIR/.venv/bin/gm` (and `DIR/.venv/bin/python -c pass`
-as its floor) in the same rounds, with `DIR` as the working folder, for a "before" column.
+as its floor) in the same rounds, with `DIR` as the working folder: each cell then reads "before -> after".
 
 How to run
 ----------
@@ -94,18 +94,24 @@ def measure(trees: dict[str, Path], rounds: int, seed: int) -> dict[str, dict[st
 
 
 def table(samples: dict[str, dict[str, Samples]]) -> str:
-    """One row per command: each tree's median wall and CPU in ms, and their ratios to the tree's floor."""
-    names = list(samples)
-    header = "| command | " + " | ".join(f"{name}: wall | CPU | wall ratio | CPU ratio" for name in names) + " |"
-    lines = [header, "|---|" + "---:|" * (4 * len(names))]
+    """One row per command: median wall and CPU in ms, and their ratios to the same tree's floor; with a
+    baseline, each cell reads "before -> after"."""
+    lines = ["| command | wall | CPU | wall / floor | CPU / floor |", "|---|---:|---:|---:|---:|"]
     for label in [FLOOR, *(label for label, _ in COMMANDS)]:
-        cells = []
-        for name in names:
-            floor, this = samples[name][FLOOR], samples[name][label]
+        walls, cpus, wall_ratios, cpu_ratios = [], [], [], []
+        for tree in samples.values():
+            floor, this = tree[FLOOR], tree[label]
             wall, cpu = statistics.median(this.wall), statistics.median(this.cpu)
-            ratio_wall = wall / statistics.median(floor.wall)
-            ratio_cpu = cpu / statistics.median(floor.cpu)
-            cells.append(f"{wall * 1000:.0f} ms | {cpu * 1000:.0f} ms | {ratio_wall:.1f}x | {ratio_cpu:.1f}x")
+            walls.append(f"{wall * 1000:.0f}")
+            cpus.append(f"{cpu * 1000:.0f}")
+            wall_ratios.append(f"{wall / statistics.median(floor.wall):.1f}x")
+            cpu_ratios.append(f"{cpu / statistics.median(floor.cpu):.1f}x")
+        cells = [
+            " -> ".join(walls) + " ms",
+            " -> ".join(cpus) + " ms",
+            " -> ".join(wall_ratios),
+            " -> ".join(cpu_ratios),
+        ]
         lines.append(f"| `{label}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

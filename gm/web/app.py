@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gm._hosts import LOOPBACK_HOSTS
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from gm.editor.sessions import Login
 
 log = logging.getLogger(__name__)
+DOCS_ASSETS = "/docs-assets"  # where the script and styles of /docs are served
 
 
 def create_app(
@@ -57,7 +59,16 @@ def create_app(
         yield
         await game.aclose()  # the models' connections, before the server's event loop ends
 
-    app = FastAPI(title="gm", summary="A game master whose dice are rolled by code: the story API.", lifespan=lifespan)
+    # The API's description at /docs (Swagger UI), its script and styles served from this app (fastapi-offline
+    # ships them), so the page works where the server has no internet. ReDoc is left out: its page fetches
+    # its logo from Redocly's site.
+    app = FastAPIOffline(
+        title="gm",
+        summary="A game master whose dice are rolled by code: the story API.",
+        lifespan=lifespan,
+        static_url=DOCS_ASSETS,
+        redoc_url=None,
+    )
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
     app.include_router(integrity_router)
