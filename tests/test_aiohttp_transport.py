@@ -14,8 +14,9 @@ import httpx2
 import pytest
 from test_model import FakeTime, closed_port
 
+from gm.errors import ModelUnavailable
 from gm.models._aiohttp import AiohttpClient, AiohttpTransport
-from gm.models.client import ModelClient, ModelSettings, ModelUnavailable
+from gm.models.client import ModelClient, ModelSettings
 from gm.testing import fake_model, reply
 
 HELLO = [{"role": "user", "content": "I pick the lock."}]

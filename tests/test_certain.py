@@ -15,6 +15,7 @@ from strategies import notations
 
 from gm import dice
 from gm.cli import main
+from gm.errors import CheckRollError
 from gm.rules.chances import (
     can_go_either_way,
     certain,
@@ -23,7 +24,7 @@ from gm.rules.chances import (
     refusal,
     uncertain_targets,
 )
-from gm.rules.checks import Band, Check, CheckRollError, parse_rules
+from gm.rules.checks import Band, Check, parse_rules
 
 SMALL = {"max_terms": 2, "max_dice": 4, "max_sides": 8, "max_constant": 10, "max_outcomes": 4096}
 RESULTS = ("succeeded", "partial", "failed")

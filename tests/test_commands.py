@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from command_line import gm
 
-from gm.engine.commands import MAX_LINE, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.commands import MAX_LINE, RollDice, Say, SetDice, Simple, parse_command
+from gm.errors import CommandError
 
 
 def test_plain_text_is_for_the_game_master() -> None:

@@ -17,7 +17,8 @@ import pytest
 from rounds import narrate_roll, roll_mara, table
 from sqlalchemy import event, text
 
-from gm.store import Store, Story, StoryNotFound
+from gm.errors import StoryNotFound
+from gm.store import Store, Story
 from gm.store import _commit_groups as commit_groups
 from gm.store._commit_groups import MAX_GROUP, when_durable
 from gm.store._workers import GroupCommitting, workers_for

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from strategies import NOTATION_ALPHABET as ALPHABET
 from strategies import ConstSpec, DiceSpec, Spec, notations, spec_bounds
 
-from gm.dice import Constant, Dice, DiceError, DiceLimitError, DiceSyntaxError, Expression, Keep, odds, parse
+from gm.dice import Constant, Dice, Expression, Keep, odds, parse
+from gm.errors import DiceError, DiceLimitError, DiceSyntaxError
 
 
 def test_unexpected_character_message_is_exact() -> None:

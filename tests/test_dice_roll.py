@@ -10,18 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import ConstSpec, DiceSpec, Spec, notations, spec_bounds, spec_total
 
-from gm.dice import (
-    Constant,
-    DiceError,
-    DiceRoll,
-    GivenFaces,
-    Roll,
-    check_successes,
-    odds,
-    parse,
-    roll,
-    seeded_source,
-)
+from gm.dice import Constant, DiceRoll, GivenFaces, Roll, check_successes, odds, parse, roll, seeded_source
+from gm.errors import DiceError
 
 # How one roll is shown.
 

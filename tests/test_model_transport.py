@@ -14,8 +14,9 @@ import openai
 import pytest
 from test_model import FakeTime
 
+from gm.errors import ModelError, ModelUnavailable
 from gm.models import _transport as transport
-from gm.models.client import ModelClient, ModelError, ModelSettings, ModelUnavailable, request_options
+from gm.models.client import ModelClient, ModelSettings, request_options
 from gm.testing import Step, fake_model, http_error, raw, reply, slow
 
 HELLO = [{"role": "user", "content": "I pick the lock, \u00e9l\u00e8ve."}]

@@ -20,9 +20,8 @@ from sqlmodel import select
 from test_play import gm, story_id_in
 from web import served_app
 
-from gm._text import UnstorableText
-from gm.engine.commands import CommandError, parse_command
-from gm.errors import RoundFailed
+from gm.engine.commands import parse_command
+from gm.errors import CommandError, RoundFailed, UnstorableText
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
 from gm.world.loading import check_world

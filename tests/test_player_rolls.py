@@ -16,7 +16,8 @@ from sqlmodel import select
 from web import keeper_too, served_app
 
 from gm import dice
-from gm.engine.commands import CommandError, RollDice, parse_command
+from gm.engine.commands import RollDice, parse_command
+from gm.errors import CommandError
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, reply
 

@@ -13,7 +13,8 @@ from command_line import gm
 from rounds import table
 
 from gm.engine import instructions as instructions_module
-from gm.engine.instructions import PROMPT_NAMES, PromptsError, read_prompts, use_prompts
+from gm.engine.instructions import PROMPT_NAMES, read_prompts, use_prompts
+from gm.errors import PromptsError
 from gm.store import Store
 from gm.testing import reply
 

@@ -14,11 +14,11 @@ from conftest import write_world
 from gm import dice
 from gm.engine.game import Game
 from gm.engine.round import RoundResult
+from gm.errors import CharacterCannotRoll
 from gm.rehearsal._checks import choose_check, target_for
 from gm.rehearsal.model import RehearsalModel
 from gm.rules.chances import certain
 from gm.store import Store
-from gm.world.definition import CharacterCannotRoll
 from gm.world.loading import load_world
 
 WORLDS = Path(__file__).parent.parent / "worlds"

@@ -13,8 +13,9 @@ import pytest
 from sqlalchemy import event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from gm.errors import StoryNotFound
 from gm.store import Store
-from gm.store._base import StoryNotFound, table_of, values_of
+from gm.store._base import table_of, values_of
 from gm.store._batch import Batch
 from gm.store._rounds import memories_between, newest_rounds, newest_rounds_queued
 from gm.store.records import Attempt, MemoryEntry, RoundRecord, Story

@@ -13,7 +13,8 @@ import pytest
 from command_line import gm
 from conftest import HARBOR_DICE, HARBOR_WORLD
 
-from gm.store import AmbiguousStory, Store, Story, StoryNotFound
+from gm.errors import AmbiguousStory, StoryNotFound
+from gm.store import Store, Story
 
 TWINS = ("abcdef0123" + "0" * 22, "abcdef0199" + "0" * 22)
 LONER = "123456789a" + "0" * 22

@@ -26,8 +26,7 @@ from web import keeper_too, served_app
 from gm.engine.paused import question_of
 from gm.engine.round import RoundPaused, RoundResult
 from gm.engine.transcript import transcript
-from gm.engine.typed_dice import WrongFaces
-from gm.errors import Conflict
+from gm.errors import Conflict, WrongFaces
 from gm.integrity.audit import audit
 from gm.integrity.chain import roll_hash
 from gm.store import Attempt, RollRecord, Store

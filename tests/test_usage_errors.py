@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError
+from gm.errors import ProblemsError, UsageError
+from gm.problems import Problem
 
 
 def test_a_file_that_cannot_be_used_is_a_usage_error() -> None:

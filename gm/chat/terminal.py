@@ -21,12 +21,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from gm._text import counted, visible
-from gm.engine.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.commands import HELP, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.game import Game
 from gm.engine.paused import question_of
 from gm.engine.round import RoundPaused, RoundResult
 from gm.engine.transcript import card, opened, opened_lines, transcript
-from gm.errors import GmError
+from gm.errors import CommandError, GmError
 from gm.integrity.secret import secret_checks
 from gm.models.client import model_name
 from gm.transcript.shapes import QuestionPublic, RollPublic, StoryPublic

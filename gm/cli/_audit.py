@@ -19,17 +19,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from gm.engine.transcript import transcript
-from gm.errors import UsageError
+from gm.errors import AuditCommandError, StoryNotFound
 from gm.integrity.audit import AuditReport, audit, since
 from gm.integrity.seeds import reveal
-from gm.store import Store, StoryNotFound
+from gm.store import Store
 from gm.transcript.shapes import TranscriptPublic
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
-
-
-class AuditCommandError(UsageError, ValueError):
-    """Bad input to `gm audit` or `gm reveal`; one `error:` line."""
 
 
 def add_audit_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:

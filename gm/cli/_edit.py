@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gm._hosts import allowed_hosts
-from gm.errors import UsageError
+from gm.errors import SettingsError, UsageError
 
 
 def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
@@ -61,7 +61,7 @@ def editor_login(host: str, error: type[UsageError]) -> tuple[Any, str | None]:
 
     try:
         login, generated = login_for_host(host, os.environ.get("GM_EDITOR_TOKEN"))
-    except ValueError as problem:
+    except SettingsError as problem:
         raise error(f"GM_EDITOR_TOKEN: {problem} (or unset it to have one generated)") from None
     return login, generated
 

@@ -26,7 +26,7 @@ from gm.engine.game import Game
 from gm.engine.instructions import use_prompts
 from gm.engine.lease import check_settings
 from gm.engine.round import RoundSettings
-from gm.errors import UsageError
+from gm.errors import SettingsError, UsageError
 from gm.models.client import ChatModel, ModelClient
 from gm.rehearsal.model import RehearsalModel
 from gm.store import Store, default_database_url
@@ -211,7 +211,7 @@ def round_settings(environ: Mapping[str, str]) -> RoundSettings:
     )
     try:
         check_settings(settings)
-    except ValueError as error:
+    except SettingsError as error:
         raise UsageError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
     return settings
 

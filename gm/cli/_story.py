@@ -15,10 +15,10 @@ from gm.engine.game import Game
 from gm.engine.instructions import PROMPTS_ENV, use_prompts
 from gm.engine.judge import judge_settings
 from gm.engine.transcript import render_transcript, story_public, transcript
-from gm.errors import UsageError
+from gm.errors import StoryNotFound, UsageError
 from gm.models.client import ChatModel, ModelClient, ModelSettings
 from gm.rehearsal.model import RehearsalModel
-from gm.store import Store, Story, StoryNotFound
+from gm.store import Store, Story
 from gm.transcript.shapes import as_utc
 from gm.world.definition import World, world_from_data
 from gm.world.loading import load_world

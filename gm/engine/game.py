@@ -31,11 +31,11 @@ from gm.engine.instructions import prompts_in_use
 from gm.engine.judge import Judge
 from gm.engine.memory import MemoryKeeper
 from gm.engine.round import PlayerRoll, RoundEvents, RoundPaused, RoundResult, RoundSettings, play_round
-from gm.errors import StoryBusy, UsageError
-from gm.integrity.fair import PlayerSeedError, check_player_seed
+from gm.errors import ModelError, PlayerSeedError, StoryBusy, UsageError
+from gm.integrity.fair import check_player_seed
 from gm.integrity.secret import end_story
 from gm.integrity.seeds import first_seed
-from gm.models.client import ChatModel, ModelError, model_name
+from gm.models.client import ChatModel, model_name
 from gm.store import Store, Story
 from gm.store._workers import BACKGROUND
 from gm.world.definition import World

@@ -15,15 +15,11 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
-from gm.errors import OperatorError
+from gm.errors import PromptsError
 
 PROMPTS_ENV = "GM_PROMPTS"
 # Each model's instructions: the game master, the judge, and the memory keeper's two requests.
 PROMPT_NAMES = ("game_master", "judge", "memory_keeper", "memory_fold")
-
-
-class PromptsError(OperatorError):
-    """The prompts folder gm was pointed at lacks a prompt file, or holds one that is empty or unreadable."""
 
 
 @dataclass(frozen=True, slots=True)

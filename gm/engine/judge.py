@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from gm.engine.prompt import TOLD_AS, JudgeRequest, Told, judge_messages
-from gm.errors import RoundFailed
-from gm.models.client import PLACEHOLDER_API_KEY, ChatModel, Completion, ModelRequestRejected, ModelSettings
+from gm.errors import JudgeFailed, ModelRequestRejected
+from gm.models.client import PLACEHOLDER_API_KEY, ChatModel, Completion, ModelSettings
 from gm.models.completion import strip_reasoning
 
 Mode = Literal["json_schema", "tool", "text"]
@@ -85,10 +85,6 @@ def judge_settings(master: ModelSettings, model: str | None = None) -> ModelSett
     if base_url is None:
         return replace(master, model=name, api_key=api_key or master.api_key)
     return replace(master, base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=name)
-
-
-class JudgeFailed(RoundFailed):
-    """The judge answered twice without a usable verdict, so no one could check the narration."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,8 +46,8 @@ from sqlalchemy.engine import Connection
 from gm._lru import LRU
 from gm._text import storable
 from gm.engine.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
-from gm.errors import OperatorError, UsageError
-from gm.models.client import ChatModel, Completion, ModelError
+from gm.errors import EmptyMemory, ModelError, OperatorError, UsageError
+from gm.models.client import ChatModel, Completion
 from gm.models.completion import strip_reasoning
 from gm.store import Store, StoryState
 from gm.store._batch import Batch
@@ -65,10 +65,6 @@ MAX_BATCH = 8  # rounds in one memory call at most (each round's text is up to 6
 UNLABELLED_LIMIT = 3  # batch answers in a row naming no round, after which rounds are asked for one a call
 COUNTED_STORIES = 4096  # stories whose waiting rounds a keeper counts without reading (MemoryKeeper.due)
 LATE_ROUNDS = 2 * MAX_BATCH  # unremembered rounds older than the verbatim window shown verbatim, at most
-
-
-class EmptyMemory(ModelError):
-    """The memory keeper answered with no usable text; the memory is left for a later round's catch-up."""
 
 
 def memory_batch(value: int | None = None) -> int:

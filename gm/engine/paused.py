@@ -17,12 +17,12 @@ from sqlalchemy import bindparam, delete, update
 from sqlalchemy import select as sql_select
 from sqlmodel import col
 
-from gm.errors import Conflict, LeaseLost
+from gm.errors import Conflict, LeaseBusy, LeaseLost
 from gm.store import LEASE_LOST, Store, StoryState
 from gm.store._base import row_of, table_of
 from gm.store._rolls import rolls_by_id, rolls_of_round, unfinished_attempts
 from gm.store._rounds import read_seed, read_story_state
-from gm.store._stories import LEASE_TAKE, Claim, LeaseBusy
+from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, ModelCall, PausedRound, RollRecord, SeedRecord, Story
 from gm.transcript.shapes import QuestionPublic
 

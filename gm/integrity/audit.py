@@ -31,10 +31,10 @@ from typing import Any
 
 from gm import dice
 from gm._text import counted
+from gm.errors import ProblemsError
 from gm.integrity import fair
 from gm.integrity._audit_checks import check_mismatches, expected_notation
 from gm.integrity.chain import genesis, roll_hash
-from gm.problems import ProblemsError
 from gm.rules.checks import Rules, parse_rules
 from gm.transcript.shapes import RollPublic, RoundPublic, TranscriptPublic
 

@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 
 from sqlmodel import col, select
 
-from gm.errors import Conflict
+from gm.errors import Conflict, StoryNotFound
 from gm.integrity.chain import roll_hash
-from gm.store import Store, StoryNotFound, StoryState
+from gm.store import Store, StoryState
 from gm.store.records import PausedRound, RevealRecord, RollRecord, Story
 from gm.transcript.shapes import RollPublic
 from gm.world.definition import World

@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 import openai
 
-from gm.models.client import ModelClient, ModelError, ModelRequestRejected, ModelSettings
+from gm.errors import ModelError, ModelRequestRejected
+from gm.models.client import ModelClient, ModelSettings
 
 PROBE_TOOL: dict[str, Any] = {
     "type": "function",

@@ -45,7 +45,7 @@ import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from gm._text import counted
-from gm.errors import OperatorError
+from gm.errors import ModelNotConfigured, ModelRequestRejected, ModelUnavailable, SettingsError
 from gm.models import _transport as transport
 from gm.models._textcalls import prompted_request, refuses_tools
 from gm.models._transport import is_retryable, retry_after_seconds
@@ -55,11 +55,7 @@ __all__ = [  # the completion's shapes live in gm.models.completion; they are re
     "ChatModel",
     "Completion",
     "ModelClient",
-    "ModelError",
-    "ModelNotConfigured",
-    "ModelRequestRejected",
     "ModelSettings",
-    "ModelUnavailable",
     "ToolCall",
     "ToolsMode",
     "Usage",
@@ -76,34 +72,6 @@ PLACEHOLDER_API_KEY = "not-needed"  # local servers (Ollama, llama.cpp) need no 
 OPENAI_URL = "https://api.openai.com/v1"
 ToolsMode = Literal["native", "prompted", "auto"]
 TOOLS_MODES: tuple[ToolsMode, ...] = get_args(ToolsMode)
-
-
-class ModelError(OperatorError):
-    """Something went wrong reaching the model; the text is one sentence for whoever runs gm."""
-
-
-class ModelNotConfigured(ModelError):
-    """No model is named, or no endpoint: the settings or environment need fixing."""
-
-
-class ModelUnavailable(ModelError):
-    """The server could not be reached, kept failing after retries, or did not answer with a chat completion."""
-
-    def __init__(self, message: str, *, attempts: int, reason: str) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.reason = reason
-
-
-class ModelRequestRejected(ModelError):
-    """The server refused the request (a 4xx that retrying cannot fix, including an exhausted quota)."""
-
-    def __init__(self, message: str, *, status: int, server_message: str, code: str | None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.server_message = server_message
-        self.code = code
-        self.tools_refused = False  # the server or model takes no tools (see gm.models._textcalls.refuses_tools)
 
 
 @dataclass(frozen=True)
@@ -123,10 +91,10 @@ class ModelSettings:
         if self.tools not in TOOLS_MODES:
             raise ModelNotConfigured(f"The tools mode must be native, prompted or auto, not {self.tools!r}.")
         if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
+            raise SettingsError(f"max_attempts must be at least 1, not {self.max_attempts}")
         for name in ("timeout", "max_total_seconds", "retry_after_cap"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be more than 0 seconds, not {getattr(self, name)}")
+                raise SettingsError(f"{name} must be more than 0 seconds, not {getattr(self, name)}")
 
     @classmethod
     def from_env(

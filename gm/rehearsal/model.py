@@ -71,7 +71,7 @@ from gm.engine.prompt import (
     read_player_turn,
 )
 from gm.engine.referee import ROLL_MENTION, TOOL_CALL
-from gm.errors import RoundFailed
+from gm.errors import RehearsalStuck
 from gm.models.client import Completion, ToolCall, Usage, estimate_tokens, message_text
 from gm.rehearsal._checks import (
     acting_player,
@@ -102,10 +102,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # What the referee refuses in a narration, neutralised in quoted words: tool JSON, tool calls, roll ids.
 _JSON_OPENING = re.compile(r"\{")
 _ROLL_NUMBER = re.compile(ROLL_MENTION + r"(?=\d)", re.IGNORECASE)
-
-
-class RehearsalStuck(RoundFailed):
-    """The engine refused the rehearsal's own ending; saying it again would not help, so the round fails."""
 
 
 @dataclass

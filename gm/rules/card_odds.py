@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gm._lru import LRU
+from gm.errors import CheckRollError
 from gm.rules.chances import check_odds
-from gm.rules.checks import EDGES, Check, CheckRollError, Edge, opposed_modifier
+from gm.rules.checks import EDGES, Check, Edge, opposed_modifier
 
 if TYPE_CHECKING:
     from gm.transcript.shapes import ChancePublic

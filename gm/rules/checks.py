@@ -30,8 +30,8 @@ from jsonschema import Draft202012Validator
 
 from gm import dice
 from gm.dice.tree import Expression as Notation
-from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError, document_order, schema_problems, text_problems
+from gm.errors import BandGapError, CheckRollError, ProblemsError, UnknownCheck
+from gm.problems import Problem, document_order, schema_problems, text_problems
 from gm.rules.coverage import coverage_problems
 from gm.rules.tabletop import build_table, table_problems
 
@@ -150,23 +150,10 @@ class Rules:
             if check.key == key:
                 return check
         known = ", ".join(check.key for check in self.checks) or "none"
-        raise KeyError(f"there is no check '{key}'; the checks are: {known}")
+        raise UnknownCheck(f"there is no check '{key}'; the checks are: {known}")
 
     def __contains__(self, key: object) -> bool:
         return any(check.key == key for check in self.checks)
-
-
-class CheckRollError(UsageError, ValueError):
-    """A check that cannot be settled as asked: the target is missing or not wanted, or the value is in a gap."""
-
-
-class BandGapError(CheckRollError):
-    """The value a roll gave falls in no band of the check; such a roll is void."""
-
-    def __init__(self, check: Check, value: int) -> None:
-        self.check_key = check.key
-        self.value = value
-        super().__init__(f"check '{check.key}' has no band for the value {value}, so the roll is void")
 
 
 def read_value(check: Check, rolled: int, target: int | None = None, modifier: int = 0) -> int:
@@ -223,7 +210,7 @@ def resolve(check: Check, total: int, target: int | None = None, modifier: int =
     value = read_value(check, total, target, modifier)
     band = band_for(check, value)
     if band is None:
-        raise BandGapError(check, value)
+        raise BandGapError(check.key, value)
     return band
 
 

@@ -24,15 +24,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import create_engine
 
-from gm.store._base import (
-    ABANDONED,
-    LEASE_LOST,
-    SHORT_ID,
-    AmbiguousStory,
-    ChainMoved,
-    NotFair,
-    StoryNotFound,
-)
+from gm.store._base import ABANDONED, LEASE_LOST, SHORT_ID
 from gm.store._batch import reset_batched_connections
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
@@ -57,12 +49,9 @@ __all__ = [
     "ABANDONED",
     "LEASE_LOST",
     "SHORT_ID",
-    "AmbiguousStory",
     "Attempt",
-    "ChainMoved",
     "MemoryEntry",
     "ModelCall",
-    "NotFair",
     "Opened",
     "PausedRound",
     "RollRecord",
@@ -71,7 +60,6 @@ __all__ = [
     "Store",
     "Story",
     "StoryBase",
-    "StoryNotFound",
     "StoryState",
     "default_database_url",
     "make_engine",

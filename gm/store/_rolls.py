@@ -17,8 +17,9 @@ from sqlalchemy.engine import Connection
 from sqlmodel import col, select
 
 from gm._text import storable
+from gm.errors import ChainMoved, NotFair, StoryNotFound
 from gm.integrity.chain import genesis, roll_hash
-from gm.store._base import ABANDONED, ChainMoved, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
+from gm.store._base import ABANDONED, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
 from gm.store.records import Attempt, ModelCall, RollRecord, SeedRecord, Story
 from gm.transcript.shapes import RollPublic

@@ -25,11 +25,11 @@ from sqlalchemy.engine import Connection
 from sqlmodel import col, select
 
 from gm._text import unstorable
-from gm.errors import Conflict, LeaseLost
-from gm.store._base import LEASE_LOST, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
+from gm.errors import Conflict, LeaseBusy, LeaseLost, NotFair, StoryNotFound
+from gm.store._base import LEASE_LOST, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
 from gm.store._rolls import CALLS_INSERT, OF_ROUND, insert_calls, queue_attempt, rolls_by_id, unfinished_attempts
-from gm.store._stories import LEASE_TAKE, Claim, LeaseBusy
+from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
 
 ROUNDS = table_of(RoundRecord)
