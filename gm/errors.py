@@ -11,7 +11,6 @@
     │   │   └── StaleFile       the editor's file changed on disk after its form was opened
     │   ├── AmbiguousStory      a shortened story id that starts more than one story's id
     │   ├── UnstorableText      text no story can store (a NUL, half a surrogate pair)
-    │   ├── SettingsError       a setting that cannot be used (a GM_* variable, a flag, a settings field)
     │   ├── DiceError           bad dice notation or roll request: the dice engine's one family
     │   │   ├── DiceSyntaxError text that is not dice notation
     │   │   └── DiceLimitError  notation that asks for too much or too little
@@ -36,9 +35,10 @@
     │   └── StoryBusy           another round of the story is being played right now
     │       └── LeaseBusy       (signal) the story's lease is held; retried, then told as StoryBusy
     ├── OperatorError           for whoever runs gm: gm cannot work as it is set up
+    │   ├── SettingsError       a setting that cannot be used (a GM_* variable, a flag, a settings field)
     │   ├── PromptsError        the prompts folder lacks a prompt, or holds an unusable one
     │   └── ModelError          the model cannot be used
-    │       ├── ModelNotConfigured   no model named, or no endpoint
+    │       ├── ModelNotConfigured   no model named, or no endpoint (a SettingsError too)
     │       ├── ModelUnavailable     the server cannot be reached, keeps failing, or answers no completion
     │       ├── ModelRequestRejected the server refused the request (a 4xx retrying cannot fix)
     │       └── EmptyMemory          the memory keeper wrote no usable text (its memory waits)
@@ -184,14 +184,6 @@ class AmbiguousStory(UsageError):
 
 class UnstorableText(UsageError, ValueError):
     """Text given to the library that no story can store; the message names what it is and where the character is."""
-
-
-class SettingsError(UsageError, ValueError):
-    """A setting that cannot be used: a `GM_*` or `OPENAI_*` variable, a flag, or a field of a settings object.
-
-    The message names the setting and says what it must be (`GM_LEASE_SECONDS must be a number of seconds,
-    not 'abc'`). Raised where the settings are built, before anything runs with them.
-    """
 
 
 class DiceError(UsageError, ValueError):
@@ -396,6 +388,15 @@ class OperatorError(GmError):
     """Whoever runs gm must act: the model is not configured, cannot be reached, or rejects gm's requests."""
 
 
+class SettingsError(OperatorError, ValueError):
+    """A setting that cannot be used: a `GM_*` or `OPENAI_*` variable (gm.config), a flag, or a field of a settings
+    object.
+
+    The message names the setting and says what it must be (`GM_LEASE_SECONDS must be a number of seconds,
+    not 'abc'`). Raised where the settings are built, before anything runs with them.
+    """
+
+
 class PromptsError(OperatorError):
     """The prompts folder gm was pointed at lacks a prompt file, or holds one that is empty or unreadable."""
 
@@ -404,7 +405,7 @@ class ModelError(OperatorError):
     """Something went wrong reaching the model; the text is one sentence for whoever runs gm."""
 
 
-class ModelNotConfigured(ModelError):
+class ModelNotConfigured(ModelError, SettingsError):
     """No model is named, or no endpoint, or a tools mode gm does not know: the settings need fixing."""
 
 

@@ -31,20 +31,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal, Protocol
 
 import openai
 import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from gm._text import counted
+from gm.config import TOOLS_MODES, Settings, ToolsMode
 from gm.errors import ModelNotConfigured, ModelRequestRejected, ModelUnavailable, SettingsError
 from gm.models import _transport as transport
 from gm.models._textcalls import prompted_request, refuses_tools
@@ -70,8 +70,6 @@ __all__ = [  # the completion's shapes live in gm.models.completion; they are re
 
 PLACEHOLDER_API_KEY = "not-needed"  # local servers (Ollama, llama.cpp) need no key, but the client insists on one
 OPENAI_URL = "https://api.openai.com/v1"
-ToolsMode = Literal["native", "prompted", "auto"]
-TOOLS_MODES: tuple[ToolsMode, ...] = get_args(ToolsMode)
 
 
 @dataclass(frozen=True)
@@ -86,6 +84,8 @@ class ModelSettings:
     max_total_seconds: float = 60.0
     retry_after_cap: float = 20.0
     tools: ToolsMode = "auto"
+    organization: str | None = None  # sent as OpenAI-Organization, where set (OPENAI_ORG_ID)
+    project: str | None = None  # sent as OpenAI-Project, where set (OPENAI_PROJECT_ID)
 
     def __post_init__(self) -> None:
         if self.tools not in TOOLS_MODES:
@@ -104,13 +104,28 @@ class ModelSettings:
         model: str | None = None,
         tools: str | None = None,
     ) -> ModelSettings:
-        """Settings from OPENAI_BASE_URL, OPENAI_API_KEY, GM_MODEL and GM_TOOLS; arguments given (as from flags) win."""
-        tools = tools or os.environ.get("GM_TOOLS", "").strip().lower() or "auto"
-        if tools not in TOOLS_MODES:
-            raise ModelNotConfigured(f"GM_TOOLS must be native, prompted or auto, not {tools!r}.")
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or None
-        api_key = api_key or os.environ.get("OPENAI_API_KEY", "").strip() or None
-        model = model or os.environ.get("GM_MODEL", "").strip() or None
+        """Settings from OPENAI_BASE_URL, OPENAI_API_KEY, GM_MODEL and GM_TOOLS (`gm.config`); arguments given (as
+        from flags) win."""
+        return cls.from_settings(Settings.from_env(), base_url=base_url, api_key=api_key, model=model, tools=tools)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        tools: str | None = None,
+    ) -> ModelSettings:
+        """The game master's endpoint in `settings`; arguments given (as from flags) win. `ModelNotConfigured`
+        says which variable to set when no model or no endpoint is named."""
+        base_url = base_url or settings.base_url
+        api_key = api_key or settings.api_key
+        model = model or settings.model
+        mode = tools or settings.tools
+        if mode not in TOOLS_MODES:
+            raise ModelNotConfigured(f"GM_TOOLS must be native, prompted or auto, not {mode!r}.")
         missing = [] if model else ["GM_MODEL to the model's name"]
         if not base_url and not api_key:
             missing.append("OPENAI_BASE_URL to an OpenAI-compatible server (or OPENAI_API_KEY to use OpenAI)")
@@ -119,7 +134,14 @@ class ModelSettings:
                 f"The model is not configured: set {' and '.join(missing)}; "
                 "or try gm offline with --model rehearsal (a stand-in that needs no model)."
             )
-        return cls(base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=model, tools=tools)
+        return cls(
+            base_url=base_url,
+            api_key=api_key or PLACEHOLDER_API_KEY,
+            model=model,
+            tools=mode,
+            organization=settings.organization,
+            project=settings.project,
+        )
 
 
 class ChatModel(Protocol):
