@@ -317,6 +317,21 @@ def _gm_error_in(error: Exception) -> Exception:
     return error
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for requests to `url`, as HTTP clients read it: `HTTPS_PROXY` or `HTTP_PROXY`
+    by the URL's scheme (else `ALL_PROXY`, any case), none where `NO_PROXY` covers its host. Not a gm setting but
+    the operating system's convention; read here, as every variable gm reads is."""
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
+        return None
+    return proxy
+
+
 def markdown_table() -> str:
     """The settings as docs/configuration.md lists them: variable, default, what it does."""
     rows = ["| Variable | Default | What it does |", "|---|---|---|"]

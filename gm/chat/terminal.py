@@ -67,7 +67,7 @@ class Chat:
                     break
             await self.game.settle()
         finally:
-            await self.game.aclose()  # before the event loop ends (gm.models._aiohttp)
+            await self.game.aclose()  # before the event loop ends (gm.models._transport)
         self.say(f"The story is saved; continue it with: gm play --story {self.story_id}")
 
     def read_line(self) -> str | None:

@@ -200,8 +200,7 @@ def _put(record: RollRecord, **values: object) -> None:
     """Set a roll's fields as the store writes them: straight into its `__dict__`, as `gm.store.records.Built` builds
     it (the roll belongs to no ORM session, so it has no history to keep; sqlmodel's setattr cost 3x as much)."""
     record.__dict__.update(values)
-    if (given := getattr(record, "__pydantic_fields_set__", None)) is not None:  # as pydantic's setattr marks them
-        given.update(values)
+    record.model_fields_set.update(values)  # as pydantic's setattr marks them
 
 
 def insert_attempt(connection: Connection, attempt: Attempt) -> None:
