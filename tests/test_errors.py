@@ -100,9 +100,9 @@ def test_every_public_exception_in_gm_is_in_gm_errors_or_listed_there_as_a_signa
     for module in gm_modules():
         for name, value in vars(module).items():
             defined_here = inspect.isclass(value) and value.__module__ == module.__name__
-            if defined_here and issubclass(value, BaseException) and not name.startswith("_"):
-                if module.__name__ != "gm.errors" and listed.get(name) != module.__name__:
-                    strays.append(f"{module.__name__}.{name}")
+            public_exception = defined_here and issubclass(value, BaseException) and not name.startswith("_")
+            if public_exception and module.__name__ != "gm.errors" and listed.get(name) != module.__name__:
+                strays.append(f"{module.__name__}.{name}")
     assert strays == [], "exception classes outside gm.errors that its docstring does not list"
 
 

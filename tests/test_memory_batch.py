@@ -395,7 +395,7 @@ def test_the_batch_is_set_on_the_game_or_by_its_variable(monkeypatch: pytest.Mon
     assert memory_batch() == 2 and memory_batch(1) == 1
     for wrong in ("0", "9", "two", "2.5", "-1", "\u0662"):
         monkeypatch.setenv("GM_MEMORY_BATCH", wrong)
-        with pytest.raises(OperatorError, match="^GM_MEMORY_BATCH is the number of rounds .* from 1 to 8, not "):
+        with pytest.raises(OperatorError, match=r"^GM_MEMORY_BATCH is the number of rounds .* from 1 to 8, not "):
             memory_batch()
     for value in (0, MAX_BATCH + 1, True):
         with pytest.raises(UsageError, match=r"^memory_batch is a whole number of rounds from 1 to 8"):
