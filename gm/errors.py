@@ -63,6 +63,9 @@ catch, as pydantic-ai's `ModelRetry` and `CallDeferred` are, and never reach a u
                                              pauses and asks the question it carries. Not a `GmError`,
                                              and defined beside the question it carries (a transcript
                                              shape, a layer above this module).
+    HttpFailure     (gm.models._transport)   a model request that got no 2xx answer (`StatusFailure`,
+                                             `ConnectionFailure`, `TimedOut`): `ModelClient` retries it
+                                             or words it as a `ModelError`; it never leaves gm.models.
 
 For the test author (gm.testing), not the player:
 
