@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from gm.errors import StaleFile
 from gm.problems import Problem
-from gm.rules.checks import validate
+from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .checking import Findings, check_world

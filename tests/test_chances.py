@@ -13,7 +13,7 @@ from conftest import HARBOR_DICE, write_world
 
 from gm.errors import CheckRollError
 from gm.rules.chances import check_odds
-from gm.rules.checks import parse_rules
+from gm.rules.validation import parse_rules
 from gm.transcript.shapes import RollPublic
 from gm.world.loading import load_world
 

@@ -11,7 +11,8 @@ import pytest
 
 from gm.errors import BandGapError, CheckRollError, ProblemsError, UnknownCheck
 from gm.problems import Problem
-from gm.rules.checks import Rules, parse_rules, resolve, validate
+from gm.rules.checks import Rules, resolve
+from gm.rules.validation import parse_rules, validate
 from gm.world.loading import load_rules
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "dice.json"

@@ -28,9 +28,9 @@ from gm.engine.round import RoundPaused, RoundResult
 from gm.engine.transcript import transcript
 from gm.errors import Conflict, WrongFaces
 from gm.integrity.audit import audit
-from gm.integrity.chain import roll_hash
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Request, Step, honest_judge, is_judge_request, reply
+from gm.transcript.chain import roll_hash
 
 QUESTION = "Roll 1d20 for Risky attempt, Mara: type the faces"
 PLAYER = {"dice_from": "player"}

@@ -12,7 +12,7 @@ import pytest
 
 from gm.errors import CharacterCannotRoll, ProblemsError, UnknownCharacter, UnknownCheck
 from gm.problems import Problem
-from gm.rules.checks import parse_rules
+from gm.rules.validation import parse_rules
 from gm.world.definition import Character, World, modifier_for, validate_world, world_from_data
 from gm.world.loading import check_world, load_world
 

@@ -39,7 +39,7 @@ from gm.store import Store
 from gm.store._stories import Claim
 
 if TYPE_CHECKING:
-    from gm.engine.round import RoundSettings
+    from gm.engine._attempt import RoundSettings
 
 log = logging.getLogger(__name__)
 

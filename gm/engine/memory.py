@@ -45,6 +45,7 @@ from sqlalchemy.engine import Connection
 from gm._lru import LRU
 from gm._text import storable
 from gm.config import MEMORY_BATCH_DEFAULT, MEMORY_BATCH_MAX, Settings
+from gm.engine._model_calls import model_call_from
 from gm.engine.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
 from gm.errors import EmptyMemory, ModelError, UsageError
 from gm.models.client import ChatModel, Completion
@@ -52,16 +53,16 @@ from gm.models.completion import strip_reasoning
 from gm.store import Store, StoryState
 from gm.store._batch import Batch
 from gm.store._rounds import memories_between, memories_between_queued, newest_rounds_queued, rounds_numbered
-from gm.store.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_from
+from gm.store.records import MemoryEntry, ModelCall, RoundRecord, Story
 from gm.world.calendar import calendar_time
 
 log = logging.getLogger(__name__)
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
-DEFAULT_BATCH = (
-    MEMORY_BATCH_DEFAULT  # VERBATIM_ROUNDS + 1: written as the oldest round of the batch leaves the verbatim window
-)
+# VERBATIM_ROUNDS + 1 (gm.config keeps the number, as GM_MEMORY_BATCH's default): written as the oldest round of the
+# batch leaves the verbatim window.
+DEFAULT_BATCH = MEMORY_BATCH_DEFAULT
 MAX_BATCH = MEMORY_BATCH_MAX  # rounds in one memory call at most (each round's text is up to 6,000 characters)
 UNLABELLED_LIMIT = 3  # batch answers in a row naming no round, after which rounds are asked for one a call
 COUNTED_STORIES = 4096  # stories whose waiting rounds a keeper counts without reading (MemoryKeeper.due)

@@ -42,7 +42,6 @@ from gm.store.records import (
     SeedRecord,
     Story,
     StoryBase,
-    model_call_from,
 )
 
 __all__ = [
@@ -63,7 +62,6 @@ __all__ = [
     "StoryState",
     "default_database_url",
     "make_engine",
-    "model_call_from",
 ]
 
 
