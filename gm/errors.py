@@ -62,7 +62,7 @@ catch, as pydantic-ai's `ModelRetry` and `CallDeferred` are, and never reach a u
     FacesNeeded     (gm.engine.typed_dice)   a check in a story whose dice the player rolls: the round
                                              pauses and asks the question it carries. Not a `GmError`,
                                              and defined beside the question it carries (a transcript
-                                             shape, a layer above this module).
+                                             shape, a layer above gm.errors).
     HttpFailure     (gm.models._transport)   a model request that got no 2xx answer (`StatusFailure`,
                                              `ConnectionFailure`, `TimedOut`): `ModelClient` retries it
                                              or words it as a `ModelError`; it never leaves gm.models.

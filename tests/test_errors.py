@@ -134,3 +134,12 @@ def test_the_tree_reader_reads_depth_from_the_drawing(docstring: str, problem: s
     else:
         with pytest.raises(AssertionError, match=problem):
             drawn_tree(docstring)
+
+
+def test_the_errors_page_draws_the_tree_of_the_docstring() -> None:
+    assert errors.__doc__ is not None
+    page = (Path(__file__).resolve().parent.parent / "docs" / "errors.md").read_text(encoding="utf-8")
+    drawn = page.split("## The tree", 1)[1].split("```\n", 2)[1]
+    tree = errors.__doc__.split("\n\n")[1] + "\n"
+    assert drawn == tree, "docs/errors.md's tree differs from gm.errors' docstring: copy the docstring's"
+    assert page.split("## Signals are not errors", 1)[1].strip() in errors.__doc__
