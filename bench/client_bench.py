@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import signal
@@ -137,23 +138,25 @@ _FLAT = {
     "gm.world.loading": "gm.world",
     "gm.engine.prompt": "gm.prompt",
     "gm.engine.judge": "gm.judge",
-    "gm.engine.tools.running": "gm.tools_offered",
+    "gm.engine.tools.offered": "gm.tools_offered",
     "gm.models.client": "gm.model",
     "gm.engine.game": "gm.game",
 }
 
 
-def _tree_tests() -> Path:
-    """The tests folder of the tree whose gm this process imported (its fixtures' world), this one or the baseline."""
+def _test_worlds() -> Any:
+    """The tests' sample worlds of the tree whose gm this process imported (this one or the baseline's): the module
+    `tests/support/worlds.py`, or in a tree from before the tests were sorted into folders, `tests/conftest.py`."""
     import gm
 
-    return Path(gm.__file__).resolve().parent.parent / "tests"
+    tests = Path(gm.__file__).resolve().parent.parent / "tests"
+    support = tests / "support"
+    sys.path.insert(0, str(support if (support / "worlds.py").exists() else tests))
+    return importlib.import_module("worlds" if (support / "worlds.py").exists() else "conftest")
 
 
 def _from_gm(module: str, *names: str) -> list[Any]:
     """`names` from a module of gm, as this tree lays it out or as a tree from before the move lays it out."""
-    import importlib
-
     try:
         found = importlib.import_module(module)
     except ModuleNotFoundError:
@@ -162,10 +165,9 @@ def _from_gm(module: str, *names: str) -> list[Any]:
 
 
 def _world() -> Any:
-    sys.path.insert(0, str(_tree_tests()))
-    from conftest import HARBOR_DICE, HARBOR_WORLD
-
+    worlds = _test_worlds()
     (load_world,) = _from_gm("gm.world.loading", "load_world")
+    HARBOR_DICE, HARBOR_WORLD = worlds.HARBOR_DICE, worlds.HARBOR_WORLD
 
     folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
     (folder / "world.json").write_text(json.dumps(HARBOR_WORLD))
@@ -191,7 +193,7 @@ def _conversation(world: Any) -> list[dict[str, Any]]:
 async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[str, float]:
     (Judge,) = _from_gm("gm.engine.judge", "Judge")
     JudgedOutcome, JudgeRequest = _from_gm("gm.engine.prompt", "JudgedOutcome", "JudgeRequest")
-    (tool_schemas,) = _from_gm("gm.engine.tools.running", "tool_schemas")
+    (tool_schemas,) = _from_gm("gm.engine.tools.offered", "tool_schemas")
     ModelClient, ModelSettings = _from_gm("gm.models.client", "ModelClient", "ModelSettings")
 
     world = _world()
@@ -245,9 +247,7 @@ async def _rounds(client: Any, rounds: int) -> dict[str, float]:
     from gm.store import Store
 
     (Game,) = _from_gm("gm.engine.game", "Game")
-
-    sys.path.insert(0, str(_tree_tests()))
-    from conftest import write_world
+    write_world = _test_worlds().write_world
 
     folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
     store = Store(f"sqlite:///{folder / 'gm.db'}")

@@ -8,6 +8,8 @@
     │   ├── Unauthorized        a token is missing or wrong
     │   ├── Conflict            the request does not fit the state it meets
     │   │   ├── NotFair         a seed asked of a story that does not use fair dice
+    │   │   ├── StoryEnded      the story has ended and plays no more rounds
+    │   │   ├── RoundWaiting    a round waits for the player's dice; no other starts until it ends
     │   │   └── StaleFile       the editor's file changed on disk after its form was opened
     │   ├── AmbiguousStory      a shortened story id that starts more than one story's id
     │   ├── UnstorableText      text no story can store (a NUL, half a surrogate pair)
@@ -114,10 +116,12 @@ __all__ = [
     "PromptsError",
     "RehearsalStuck",
     "RoundFailed",
+    "RoundWaiting",
     "ScriptError",
     "SettingsError",
     "StaleFile",
     "StoryBusy",
+    "StoryEnded",
     "StoryNotFound",
     "Unauthorized",
     "UnknownCharacter",
@@ -171,6 +175,19 @@ class Conflict(UsageError):
 
 class NotFair(Conflict):
     """A seed was asked of a story that does not use fair dice."""
+
+
+class StoryEnded(Conflict):
+    """The story has ended: it plays no more rounds, and its secret rolls are shown."""
+
+    def __init__(
+        self, message: str = "this story has ended; its secret rolls are shown, and it plays no more rounds"
+    ) -> None:
+        super().__init__(message)
+
+
+class RoundWaiting(Conflict):
+    """A round of the story waits for the player's dice: no other round starts until it is answered or abandoned."""
 
 
 class StaleFile(Conflict):

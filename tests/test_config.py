@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from command_line import gm
 
 from gm.config import Settings, markdown_table
-from gm.engine._attempt import RoundSettings
 from gm.engine.prompt import VERBATIM_ROUNDS
+from gm.engine.settings import RoundSettings
 from gm.errors import ModelNotConfigured, OperatorError, SettingsError
 from gm.store import default_database_url, make_engine
+from tests.support.command_line import gm
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIABLES = {field.metadata["env"]: field.name for field in dataclasses.fields(Settings)}

@@ -16,7 +16,7 @@ import pytest
 import gm
 import gm.editor
 from gm import errors
-from gm.errors import GmError
+from gm.errors import GmError, Problem, ProblemsError, UsageError
 
 NODE = re.compile(r"^(?P<lead>[ │├└─]*?)(?P<name>[A-Z]\w+)(?:\s|$)")
 SIGNAL = re.compile(r"^ {4}(?P<name>[A-Z]\w+)\s+\((?P<module>gm[\w.]*)\)")
@@ -143,3 +143,9 @@ def test_the_errors_page_draws_the_tree_of_the_docstring() -> None:
     tree = errors.__doc__.split("\n\n")[1] + "\n"
     assert drawn == tree, "docs/errors.md's tree differs from gm.errors' docstring: copy the docstring's"
     assert page.split("## Signals are not errors", 1)[1].strip() in errors.__doc__
+
+
+def test_a_file_that_cannot_be_used_is_a_usage_error() -> None:
+    error = ProblemsError("world.json", [Problem("$.title", "'title' is missing")])
+    assert isinstance(error, UsageError) and isinstance(error, ValueError)
+    assert str(error) == "world.json: $.title: 'title' is missing"

@@ -23,8 +23,7 @@ from rich.markup import escape
 from gm._text import counted, visible
 from gm.engine.commands import HELP, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.game import Game
-from gm.engine.paused import question_of
-from gm.engine.round import RoundPaused, RoundResult
+from gm.engine.results import RoundPaused, RoundResult
 from gm.engine.transcript import card, opened, opened_lines, transcript
 from gm.errors import CommandError, GmError
 from gm.integrity.secret import secret_checks
@@ -59,7 +58,7 @@ class Chat:
             self.say(f"Note: {notice}.")
         if public.time is not None:
             self.say(f"It is {public.time}.")
-        if (waiting := question_of(self.game.store, self.story_id)) is not None:
+        if (waiting := self.game.store.question(self.story_id)) is not None:
             self.ask(waiting)
         try:
             while (line := await asyncio.to_thread(self.read_line)) is not None:
@@ -73,7 +72,7 @@ class Chat:
     def read_line(self) -> str | None:
         """The next line the player typed ("" for one that cannot be read), or None at the end of input."""
         if self.interactive:
-            waiting = question_of(self.game.store, self.story_id)
+            waiting = self.game.store.question(self.story_id)
             # While a round waits for the player's dice, the prompt names them (and a line is their faces).
             prompt = "> " if waiting is None else f"faces of {waiting.notation}> "
             try:
@@ -103,7 +102,7 @@ class Chat:
             return True
         if command is None:
             return True
-        if isinstance(command, Say) and question_of(self.game.store, self.story_id) is not None:
+        if isinstance(command, Say) and self.game.store.question(self.story_id) is not None:
             await self.round(self.game.answer(self.story_id, command.text))  # the faces rolled at the table
             return True
         if isinstance(command, Simple):

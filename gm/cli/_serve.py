@@ -25,7 +25,7 @@ from gm.config import Settings
 from gm.engine.game import Game
 from gm.engine.instructions import use_prompts
 from gm.engine.lease import check_settings
-from gm.engine.round import RoundSettings
+from gm.engine.settings import RoundSettings
 from gm.errors import SettingsError, UsageError
 from gm.models.client import ChatModel, ModelClient
 from gm.rehearsal.model import RehearsalModel

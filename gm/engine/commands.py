@@ -12,7 +12,7 @@ from typing import Literal
 
 from gm import dice
 from gm._text import unstorable
-from gm.engine.round import PlayerRoll
+from gm.engine.results import PlayerRoll
 from gm.errors import CommandError
 
 HELP = """\

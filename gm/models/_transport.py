@@ -16,7 +16,7 @@ body as `application/json`, `Authorization: Bearer <key>`, `OpenAI-Organization`
 where they are set; redirects followed, cookies kept, the proxy `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`
 name (`proxy`, from gm.config.proxy_for), the system's certificates (or `SSL_CERT_FILE`). Only the
 `User-Agent` says gm. A failure is one of three, worded as the openai client's errors were
-(tests/fixtures/model_failures.json holds what they said): an answer that is not 2xx
+(tests/models/model_failures.json holds what they said): an answer that is not 2xx
 (`StatusFailure`, its body read as that client read it), no answer in time (`TimedOut`), or no
 answer at all (`ConnectionFailure`, with aiohttp's reason).
 """

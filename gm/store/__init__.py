@@ -1,9 +1,11 @@
 """The one place that talks to the database: stories, attempts, rolls, rounds, memory and model calls.
 
 `Store` is made of parts, one module each: gm/store/_stories.py (stories and the round lease),
-gm/store/_rolls.py (attempts, rolls and their hash chain, seeds) and gm/store/_rounds.py (an attempt
-opened and a round accepted in one transaction each, rounds, memory, model calls); gm/store/_base.py
-holds what they share and the store's errors. Rolls are append-only, each written in its own
+gm/store/_rolls.py (attempts, rolls and their hash chain, seeds), gm/store/_rounds.py (an attempt
+opened or taken up again, and a round accepted, in one transaction each), gm/store/_memory.py (the
+memory keeper's notes, the running summary, the past a round is shown, model calls) and
+gm/store/_paused.py (rounds waiting for the player's dice); gm/store/_base.py holds what they share.
+The store returns data; what a round does with it is the engine's. Rolls are append-only, each written in its own
 transaction the moment it is rolled; an accepted round is written in one transaction fenced on the
 story's lease. Two rounds of one story never run at once: the lease holds across processes.
 
@@ -26,9 +28,12 @@ from gm.config import Settings
 from gm.errors import SettingsError
 from gm.store._base import ABANDONED, LEASE_LOST, SHORT_ID
 from gm.store._batch import reset_batched_connections
+from gm.store._commit_groups import when_durable
+from gm.store._memory import MemoryTables, Past, PastWindow
+from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
-from gm.store._rounds import Opened, RoundTables, StoryState
+from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
 from gm.store._stories import StoryTables
 from gm.store._workers import SERVER_THREADS, workers_for
 from gm.store.migrations import upgrade
@@ -47,11 +52,15 @@ from gm.store.records import (
 __all__ = [
     "ABANDONED",
     "LEASE_LOST",
+    "NOTHING_TO_REGENERATE",
+    "NOTHING_WAITING",
     "SHORT_ID",
     "Attempt",
     "MemoryEntry",
     "ModelCall",
     "Opened",
+    "Past",
+    "PastWindow",
     "PausedRound",
     "RollRecord",
     "RoundRecord",
@@ -60,8 +69,11 @@ __all__ = [
     "Story",
     "StoryBase",
     "StoryState",
+    "TakenUp",
     "default_database_url",
     "make_engine",
+    "waiting_sentence",
+    "when_durable",
 ]
 
 
@@ -140,7 +152,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(StoryTables, RollTables, RoundTables):
+class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:

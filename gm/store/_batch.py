@@ -14,7 +14,7 @@ result (`Sent`) is read once the batch is sent.
 The statements are the store's SQLAlchemy Core statements, compiled once for the connection's dialect
 and run on the driver's own connection with SQLAlchemy's bind processing (JSON, booleans), so a row
 read here is the row `Connection.execute` reads, and a value written the value it writes
-(`tests/test_store_batch.py` holds both). On SQLite too (`_run_direct`): SQLAlchemy's execution around
+(`tests/store/test_batch.py` holds both). On SQLite too (`_run_direct`): SQLAlchemy's execution around
 a statement cost several times the statement itself. Statements with an expanding IN
 (`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
 
@@ -319,7 +319,7 @@ def _run_direct(connection: Connection, statement: Executable, parameters: Param
     much CPU on the database thread (a py-spy profile of bench/cpu_bench.py's rounds). Here the statement is
     compiled once, its values bound with SQLAlchemy's own bind processors, and its rows read with its result
     processors, so what is written and read is what `Connection.execute` writes and reads
-    (tests/test_store_batch.py holds that); an error is SQLAlchemy's wrapped DBAPI error, as it raises it."""
+    (tests/store/test_batch.py holds that); an error is SQLAlchemy's wrapped DBAPI error, as it raises it."""
     sets = [parameters] if isinstance(parameters, Mapping) else list(parameters)
     plan = _direct_plan(connection, statement, tuple(sorted(sets[0])))
     if plan is None:

@@ -25,7 +25,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gm.engine.commands import HELP, Command, RollDice, Say, SetDice, Simple, parse_command
-from gm.engine.round import RoundPaused, RoundResult
+from gm.engine.results import RoundPaused, RoundResult
 from gm.errors import CompatError, Conflict, GmError, NotFound
 from gm.store import Story
 from gm.transcript.shapes import RoundPublic
