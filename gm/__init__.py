@@ -76,6 +76,12 @@ _EXPORTS = {
     "StoryEnded": "gm.errors",
     "RoundWaiting": "gm.errors",
     "OperatorError": "gm.errors",
+    "SettingsError": "gm.errors",
+    "ModelError": "gm.errors",
+    "StoryNotFound": "gm.errors",
+    "ProblemsError": "gm.errors",
+    # the settings, every GM_* and OPENAI_* variable
+    "Settings": "gm.config",
     # the dice engine itself, a package
     "dice": "gm.dice",
 }
@@ -91,6 +97,7 @@ __all__ = [
     "GmError",
     "LeaseLost",
     "ModelClient",
+    "ModelError",
     "ModelRetry",
     "ModelSettings",
     "NotFound",
@@ -99,6 +106,7 @@ __all__ = [
     "PlayError",
     "PlayerRoll",
     "Problem",
+    "ProblemsError",
     "QuestionPublic",
     "RehearsalModel",
     "RollPublic",
@@ -110,9 +118,12 @@ __all__ = [
     "RoundSettings",
     "RoundWaiting",
     "Rules",
+    "Settings",
+    "SettingsError",
     "Store",
     "StoryBusy",
     "StoryEnded",
+    "StoryNotFound",
     "StoryPublic",
     "ToolCall",
     "TranscriptPublic",
@@ -133,6 +144,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from gm import dice
+    from gm.config import Settings
     from gm.engine.game import Game
     from gm.engine.results import PlayerRoll, RoundEvents, RoundPaused, RoundResult
     from gm.engine.settings import RoundSettings
@@ -140,14 +152,18 @@ if TYPE_CHECKING:
         Conflict,
         GmError,
         LeaseLost,
+        ModelError,
         ModelRetry,
         NotFound,
         OperatorError,
         PlayError,
+        ProblemsError,
         RoundFailed,
         RoundWaiting,
+        SettingsError,
         StoryBusy,
         StoryEnded,
+        StoryNotFound,
         UsageError,
     )
     from gm.integrity.audit import AuditReport, audit

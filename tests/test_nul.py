@@ -16,9 +16,8 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
-from gm._text import UnstorableText
-from gm.engine.commands import CommandError, parse_command
-from gm.errors import RoundFailed
+from gm.engine.commands import parse_command
+from gm.errors import CommandError, RoundFailed, UnstorableText
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
 from gm.world.loading import check_world

@@ -11,11 +11,13 @@ from tests.support.paths import REPOSITORY
 TESTS = REPOSITORY / "tests"
 GM = Path(gm.__file__).parent
 FOUNDATION = {
+    "test_config.py",
     "test_errors.py",
     "test_front_door.py",
     "test_hosts.py",
     "test_nul.py",
     "test_package_tree.py",
+    "test_private_parts.py",
     "test_suite_layout.py",
 }  # gm's own top-level modules
 

@@ -21,11 +21,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from gm._text import counted, visible
-from gm.engine.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.commands import HELP, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.game import Game
 from gm.engine.results import RoundPaused, RoundResult
 from gm.engine.transcript import card, opened, opened_lines, transcript
-from gm.errors import GmError
+from gm.errors import CommandError, GmError
 from gm.integrity.secret import secret_checks
 from gm.models.client import model_name
 from gm.transcript.shapes import QuestionPublic, RollPublic, StoryPublic
@@ -66,7 +66,7 @@ class Chat:
                     break
             await self.game.settle()
         finally:
-            await self.game.aclose()  # before the event loop ends (gm.models._aiohttp)
+            await self.game.aclose()  # before the event loop ends (gm.models._transport)
         self.say(f"The story is saved; continue it with: gm play --story {self.story_id}")
 
     def read_line(self) -> str | None:

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from gm._text import visible
-from gm.errors import UsageError
+from gm.errors import CheckRollError, UsageError
 from gm.rules.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
-from gm.rules.checks import Check, CheckRollError, Edge, opposed_modifier
+from gm.rules.checks import Check, Edge, opposed_modifier
 from gm.world.definition import modifier_for
 from gm.world.loading import load_rules, load_world
 

@@ -32,11 +32,11 @@ from gm.engine.memory import MemoryKeeper
 from gm.engine.results import PlayerRoll, RoundEvents, RoundPaused, RoundResult
 from gm.engine.round import continue_round, play_round
 from gm.engine.settings import RoundSettings
-from gm.errors import StoryBusy, UsageError
-from gm.integrity.fair import PlayerSeedError, check_player_seed
+from gm.errors import ModelError, PlayerSeedError, StoryBusy, UsageError
+from gm.integrity.fair import check_player_seed
 from gm.integrity.secret import end_story
 from gm.integrity.seeds import first_seed
-from gm.models.client import ChatModel, ModelError, model_name
+from gm.models.client import ChatModel, model_name
 from gm.store import Store, Story
 from gm.store._workers import BACKGROUND
 from gm.world.definition import World

@@ -35,9 +35,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gm.engine.settings import RoundSettings
+from gm.errors import LeaseBusy, SettingsError
 from gm.store import Store
-from gm.store._stories import BUSY as BUSY
-from gm.store._stories import Claim, LeaseBusy
+from gm.store._stories import Claim
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,9 @@ T = TypeVar("T")
 def check_settings(settings: RoundSettings) -> None:
     """Refuse lease times that cannot work: a heartbeat must come at least twice in every lease."""
     if settings.lease_seconds <= 0 or settings.heartbeat_seconds <= 0:
-        raise ValueError("the lease and its heartbeat must both last more than 0 seconds")
+        raise SettingsError("the lease and its heartbeat must both last more than 0 seconds")
     if settings.heartbeat_seconds * 2 > settings.lease_seconds:
-        raise ValueError(
+        raise SettingsError(
             f"the heartbeat ({settings.heartbeat_seconds:g} s) must beat at least twice in each lease"
             f" ({settings.lease_seconds:g} s)"
         )

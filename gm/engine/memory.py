@@ -37,17 +37,17 @@ each missing round is asked for alone. What is stored is the answer without its 
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from gm._lru import LRU
 from gm._text import storable
+from gm.config import MEMORY_BATCH_DEFAULT, MEMORY_BATCH_MAX, Settings
 from gm.engine._model_calls import model_call_from
 from gm.engine.prompt import VERBATIM_ROUNDS, dated_summary, fold_messages, keeper_rounds_messages
-from gm.errors import OperatorError, UsageError
-from gm.models.client import ChatModel, Completion, ModelError
+from gm.errors import EmptyMemory, ModelError, UsageError
+from gm.models.client import ChatModel, Completion
 from gm.models.completion import strip_reasoning
 from gm.store import PastWindow, Store
 from gm.store.records import MemoryEntry, ModelCall, RoundRecord
@@ -57,9 +57,10 @@ log = logging.getLogger(__name__)
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
-BATCH_ENV = "GM_MEMORY_BATCH"
-DEFAULT_BATCH = VERBATIM_ROUNDS + 1  # written as the oldest round of the batch leaves the verbatim window
-MAX_BATCH = 8  # rounds in one memory call at most (each round's text is up to 6,000 characters)
+# VERBATIM_ROUNDS + 1 (gm.config keeps the number, as GM_MEMORY_BATCH's default): written as the oldest round of the
+# batch leaves the verbatim window.
+DEFAULT_BATCH = MEMORY_BATCH_DEFAULT
+MAX_BATCH = MEMORY_BATCH_MAX  # rounds in one memory call at most (each round's text is up to 6,000 characters)
 UNLABELLED_LIMIT = 3  # batch answers in a row naming no round, after which rounds are asked for one a call
 COUNTED_STORIES = 4096  # stories whose waiting rounds a keeper counts without reading (MemoryKeeper.due)
 LATE_ROUNDS = 2 * MAX_BATCH  # unremembered rounds older than the verbatim window shown verbatim, at most
@@ -67,29 +68,18 @@ LATE_ROUNDS = 2 * MAX_BATCH  # unremembered rounds older than the verbatim windo
 PAST_WINDOW = PastWindow(VERBATIM_ROUNDS, LATE_ROUNDS)
 
 
-class EmptyMemory(ModelError):
-    """The memory keeper answered with no usable text; the memory is left for a later round's catch-up."""
-
-
 def memory_batch(value: int | None = None) -> int:
-    """The rounds the memory keeper summarises in one call: `value`, else `GM_MEMORY_BATCH`, else 4.
+    """The rounds the memory keeper summarises in one call: `value`, else `GM_MEMORY_BATCH` (gm.config), else
+    `DEFAULT_BATCH`.
 
     Anything but a whole number from 1 to `MAX_BATCH` is one clear error (`UsageError` for `value`,
-    `OperatorError` for the variable).
+    `SettingsError` for the variable).
     """
     if value is not None:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH:
             raise UsageError(f"memory_batch is a whole number of rounds from 1 to {MAX_BATCH}, not {value!r}")
         return value
-    text = os.environ.get(BATCH_ENV, "").strip()
-    if not text:
-        return DEFAULT_BATCH
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_BATCH:
-        raise OperatorError(
-            f"{BATCH_ENV} is the number of rounds the memory keeper summarises in one call,"
-            f" a whole number from 1 to {MAX_BATCH}, not {text[:40]!r}"
-        )
-    return int(text)
+    return Settings.from_env().memory_batch
 
 
 def summary_text(content: str | None) -> str:

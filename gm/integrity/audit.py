@@ -28,11 +28,11 @@ from __future__ import annotations
 from typing import Any
 
 from gm import dice
+from gm.errors import ProblemsError
 from gm.integrity._audit_checks import check_mismatches, expected_notation
 from gm.integrity._audit_report import AuditReport, Mismatch
 from gm.integrity._audit_rounds import check_retries, check_rounds
 from gm.integrity._audit_seeds import derived_mismatches, seed_keys
-from gm.problems import ProblemsError
 from gm.rules.checks import Rules
 from gm.rules.validation import parse_rules
 from gm.transcript.chain import genesis, roll_hash

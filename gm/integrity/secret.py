@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 
 from sqlmodel import col, select
 
-from gm.errors import Conflict, StoryEnded
-from gm.store import Store, StoryNotFound, StoryState
+from gm.errors import Conflict, StoryEnded, StoryNotFound
+from gm.store import Store, StoryState
 from gm.store.records import PausedRound, RevealRecord, RollRecord, Story
 from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic

@@ -64,7 +64,7 @@ from gm.engine.prompt import (
     read_judge_request,
     read_player_turn,
 )
-from gm.errors import RoundFailed
+from gm.errors import RehearsalStuck
 from gm.models.client import Completion, ToolCall, Usage, estimate_tokens, message_text
 from gm.rehearsal._checks import (
     acting_player,
@@ -100,10 +100,6 @@ PHRASINGS = (
 )
 
 # What the referee refuses in a narration, neutralised in quoted words: tool JSON, tool calls, roll ids.
-
-
-class RehearsalStuck(RoundFailed):
-    """The engine refused the rehearsal's own ending; saying it again would not help, so the round fails."""
 
 
 @dataclass

@@ -15,26 +15,18 @@ story's lease. Two rounds of one story never run at once: the lease holds across
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import create_engine
 
-from gm.store._base import (
-    ABANDONED,
-    LEASE_LOST,
-    SHORT_ID,
-    AmbiguousStory,
-    ChainMoved,
-    NotFair,
-    StoryNotFound,
-)
+from gm.config import Settings
+from gm.errors import SettingsError
+from gm.store._base import ABANDONED, LEASE_LOST, SHORT_ID
 from gm.store._batch import reset_batched_connections
 from gm.store._commit_groups import when_durable
 from gm.store._memory import MemoryTables, Past, PastWindow
@@ -63,12 +55,9 @@ __all__ = [
     "NOTHING_TO_REGENERATE",
     "NOTHING_WAITING",
     "SHORT_ID",
-    "AmbiguousStory",
     "Attempt",
-    "ChainMoved",
     "MemoryEntry",
     "ModelCall",
-    "NotFair",
     "Opened",
     "Past",
     "PastWindow",
@@ -79,7 +68,6 @@ __all__ = [
     "Store",
     "Story",
     "StoryBase",
-    "StoryNotFound",
     "StoryState",
     "TakenUp",
     "default_database_url",
@@ -92,12 +80,26 @@ __all__ = [
 T = TypeVar("T")
 
 
-def default_database_url() -> str:
-    if url := os.environ.get("GM_DATABASE_URL"):
-        return url
-    home = Path(os.environ.get("GM_HOME") or Path.home() / ".local" / "share" / "gm")
-    home.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{home / 'gm.db'}"
+def default_database_url(settings: Settings | None = None) -> str:
+    """The database `settings` name (else the environment's, `gm.config`): GM_DATABASE_URL, else the SQLite
+    file gm.db in GM_HOME, whose folder is made here if it is missing."""
+    settings = settings or Settings.from_env()
+    if settings.database_url:
+        return settings.database_url
+    settings.home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{settings.home / 'gm.db'}"
+
+
+def require_psycopg() -> None:
+    """Refuse a PostgreSQL database, in one sentence, where its driver is not installed (it is the `postgres` extra:
+    gm plays on SQLite without it)."""
+    try:
+        import psycopg  # noqa: F401  (imported here: where only SQLite is used psycopg is never imported)
+    except ImportError:
+        raise SettingsError(
+            "the database is PostgreSQL (GM_DATABASE_URL, or the URL given), whose driver psycopg is not installed;"
+            " install it with pip install 'gm[postgres]'"
+        ) from None
 
 
 APP_CONNECTIONS = 4  # pooled PostgreSQL connections beyond the worker threads': for the web app's own threads
@@ -107,6 +109,8 @@ def make_engine(url: str) -> Engine:
     """An engine; SQLite gets WAL and a busy timeout so several processes can share the file."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("postgresql+psycopg"):
+        require_psycopg()
     # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
     if not url.startswith("sqlite"):
         # A connection for each worker thread (gm.store._workers), and `APP_CONNECTIONS` more for the web app's own
@@ -152,6 +156,7 @@ class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+        """The database at `url`; without one, the one the environment names (`default_database_url`)."""
         self.engine = engine or make_engine(url or default_database_url())
         upgrade(self.engine)  # to the newest schema: gm/migrations
 

@@ -20,7 +20,8 @@ from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlmodel import col, select
 
-from gm.store._base import StoryNotFound, Tables, row_of, table_of, values_of
+from gm.errors import StoryNotFound
+from gm.store._base import Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
 from gm.store._rolls import CALLS_INSERT, insert_calls
 from gm.store.records import MemoryEntry, ModelCall, RoundRecord, Story

@@ -23,13 +23,13 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
 from gm._text import unstorable
-from gm.errors import Conflict, LeaseLost, RoundWaiting, StoryEnded
-from gm.store._base import LEASE_LOST, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
+from gm.errors import Conflict, LeaseBusy, LeaseLost, NotFair, RoundWaiting, StoryEnded, StoryNotFound
+from gm.store._base import LEASE_LOST, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
 from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
 from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
-from gm.store._stories import LEASE_TAKE, Claim, LeaseBusy
+from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
 from gm.transcript.shapes import QuestionPublic
 

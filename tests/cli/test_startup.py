@@ -98,4 +98,4 @@ def test_the_log_shows_a_heavy_command_for_what_it_is() -> None:
     )
     assert ran.returncode == 2 and "error:" in ran.stderr
     names = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in ran.stderr.splitlines() if "import time:" in line}
-    assert {"openai", "sqlalchemy"} <= names
+    assert {"aiohttp", "sqlalchemy", "pydantic"} <= names

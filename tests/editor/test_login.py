@@ -17,6 +17,7 @@ from gm.cli import main
 from gm.editor import create_app
 from gm.editor.login import COOKIE
 from gm.editor.sessions import FAILURE_WINDOW, FAILURES_ALLOWED, Login
+from gm.errors import SettingsError
 from tests.support.editor_forms import form_of, post, submit
 
 TOKEN = "the-editor-token-for-tests"
@@ -129,9 +130,9 @@ def test_the_login_page_says_how_long_a_session_lasts(worlds: Path) -> None:
 
 
 def test_the_library_refuses_an_editor_for_any_host_without_a_login(worlds: Path) -> None:
-    with pytest.raises(ValueError, match="needs a login to answer Host names beyond loopback"):
+    with pytest.raises(SettingsError, match="needs a login to answer Host names beyond loopback"):
         create_app(worlds, allowed_hosts=("*",))
-    with pytest.raises(ValueError, match=re.escape("192.0.2.10")):
+    with pytest.raises(SettingsError, match=re.escape("192.0.2.10")):
         create_app(worlds, allowed_hosts=("127.0.0.1", "192.0.2.10"))
     create_app(worlds, allowed_hosts=("127.0.0.1", "localhost", "[::1]", "127.0.0.2"))  # loopback needs none
 

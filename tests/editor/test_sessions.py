@@ -17,6 +17,7 @@ from gm.editor.sessions import (
     login_for_host,
     new_token,
 )
+from gm.errors import SettingsError
 
 TOKEN = "a-long-enough-token"
 
@@ -86,7 +87,7 @@ def test_the_token_must_be_typed_exactly() -> None:
     ],
 )
 def test_a_weak_or_garbled_token_is_refused(token: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(SettingsError, match=message):
         checked_token(token)
 
 
@@ -140,5 +141,5 @@ def test_which_hosts_get_a_login() -> None:
     assert login is not None and login.matches(TOKEN) and generated is None
     login, generated = login_for_host("0.0.0.0", None)
     assert login is not None and generated is not None and login.matches(generated)
-    with pytest.raises(ValueError, match="at least"):
+    with pytest.raises(SettingsError, match="at least"):
         login_for_host("0.0.0.0", "short")

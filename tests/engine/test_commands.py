@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gm.engine.commands import MAX_LINE, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.commands import MAX_LINE, RollDice, Say, SetDice, Simple, parse_command
+from gm.errors import CommandError
 from tests.support.command_line import gm
 from tests.support.paths import SAMPLE_WORLDS
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from gm.engine.judge import FORMAT_NAME, Judge, JudgeFailed, Verdict, read_verdicts
+from gm.engine.judge import FORMAT_NAME, Judge, Verdict, read_verdicts
 from gm.engine.prompt import JudgedOutcome, JudgeRequest, judge_messages, read_judge_request
 from gm.engine.referee import Refusal, Telling, judge_refusals
+from gm.errors import JudgeFailed
 from gm.models.client import ModelClient, ModelSettings, ToolsMode
 from gm.rehearsal.model import rehearsal_verdict
 from gm.testing import call, fake_model, http_error, reply

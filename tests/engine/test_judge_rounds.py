@@ -17,8 +17,7 @@ from sqlmodel import select
 from gm.engine.judge import FORMAT_NAME
 from gm.engine.prompt import read_check_fact, read_player_turn
 from gm.engine.transcript import transcript
-from gm.errors import RoundFailed
-from gm.models.client import ModelUnavailable
+from gm.errors import ModelUnavailable, RoundFailed
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, honest_judge, http_error, judge_answer, reply
 from tests.support.rounds import narrate_roll, roll_mara, table, tool_results

@@ -21,11 +21,20 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import col, select
 
 import gm.engine._attempt
-from gm.engine.lease import BUSY
 from gm.engine.round import RoundPaused, RoundResult, RoundSettings
-from gm.errors import Conflict, GmError, LeaseLost, RoundFailed, StoryBusy, StoryEnded
-from gm.store import Attempt, RollRecord, RoundRecord, Store, Story, StoryNotFound
-from gm.store._stories import Claim, LeaseBusy
+from gm.errors import (
+    Conflict,
+    GmError,
+    LeaseBusy,
+    LeaseLost,
+    RoundFailed,
+    SettingsError,
+    StoryBusy,
+    StoryEnded,
+    StoryNotFound,
+)
+from gm.store import Attempt, RollRecord, RoundRecord, Store, Story
+from gm.store._stories import Claim
 from gm.testing import http_error, reply, slow
 from tests.support.rounds import narrate_roll, roll_mara, table
 from tests.support.worlds import write_world
@@ -182,7 +191,7 @@ def test_the_heartbeat_beats_while_the_round_runs_and_ends_with_it(store: Store,
 def test_the_settings_are_checked() -> None:
     from gm.engine.lease import check_settings
 
-    with pytest.raises(ValueError, match="heartbeat"):
+    with pytest.raises(SettingsError, match="heartbeat"):
         check_settings(RoundSettings(lease_seconds=10, heartbeat_seconds=10))
     assert RoundSettings().lease_seconds <= 30 and RoundSettings().heartbeat_seconds * 2 < RoundSettings().lease_seconds
 
@@ -253,7 +262,9 @@ def test_a_busy_story_is_refused_with_nothing_written(store: Store, tmp_path: Pa
             return outcome
 
     outcome = asyncio.run(play())
-    assert isinstance(outcome, StoryBusy) and str(outcome) == BUSY
+    assert isinstance(outcome, StoryBusy) and str(outcome) == (
+        "another round of this story is being played right now; try again when it is done"
+    )
     [story] = store.stories()
     assert attempts(store) == [] and story.lease_holder == "theirs"  # never let go by a round that did not take it
 

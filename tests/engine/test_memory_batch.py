@@ -13,7 +13,7 @@ import pytest
 
 from gm import dice
 from gm.engine.game import Game
-from gm.engine.memory import BATCH_ENV, DEFAULT_BATCH, MAX_BATCH, UNLABELLED_LIMIT, memory_batch, read_summaries
+from gm.engine.memory import DEFAULT_BATCH, MAX_BATCH, UNLABELLED_LIMIT, memory_batch, read_summaries
 from gm.engine.prompt import VERBATIM_ROUNDS, read_fold, read_keeper_rounds
 from gm.errors import OperatorError, UsageError
 from gm.store import Store
@@ -389,13 +389,13 @@ def test_a_round_another_game_played_makes_the_keeper_read_again(
 
 
 def test_the_batch_is_set_on_the_game_or_by_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(BATCH_ENV, raising=False)
+    monkeypatch.delenv("GM_MEMORY_BATCH", raising=False)
     assert memory_batch() == DEFAULT_BATCH == VERBATIM_ROUNDS + 1
-    monkeypatch.setenv(BATCH_ENV, " 2 ")
+    monkeypatch.setenv("GM_MEMORY_BATCH", " 2 ")
     assert memory_batch() == 2 and memory_batch(1) == 1
     for wrong in ("0", "9", "two", "2.5", "-1", "\u0662"):
-        monkeypatch.setenv(BATCH_ENV, wrong)
-        with pytest.raises(OperatorError, match=f"^{BATCH_ENV} is the number of rounds .* from 1 to 8, not "):
+        monkeypatch.setenv("GM_MEMORY_BATCH", wrong)
+        with pytest.raises(OperatorError, match=r"^GM_MEMORY_BATCH is the number of rounds .* from 1 to 8, not "):
             memory_batch()
     for value in (0, MAX_BATCH + 1, True):
         with pytest.raises(UsageError, match=r"^memory_batch is a whole number of rounds from 1 to 8"):

@@ -14,7 +14,8 @@ import pytest
 from sqlmodel import select
 
 from gm import dice
-from gm.engine.commands import CommandError, RollDice, parse_command
+from gm.engine.commands import RollDice, parse_command
+from gm.errors import CommandError
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import call, reply
 from tests.support.rounds import fake, last_tool_result, table

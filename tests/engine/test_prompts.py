@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from gm.engine import instructions as instructions_module
-from gm.engine.instructions import PROMPT_NAMES, PromptsError, read_prompts, use_prompts
+from gm.engine.instructions import PROMPT_NAMES, read_prompts, use_prompts
+from gm.errors import PromptsError
 from gm.store import Store
 from gm.testing import reply
 from tests.support.command_line import gm

@@ -23,8 +23,7 @@ from sqlmodel import select
 
 from gm.engine.round import RoundPaused, RoundResult
 from gm.engine.transcript import transcript
-from gm.engine.typed_dice import WrongFaces
-from gm.errors import Conflict
+from gm.errors import Conflict, WrongFaces
 from gm.integrity.audit import audit
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Request, Step, honest_judge, is_judge_request, reply

@@ -20,11 +20,11 @@ import pytest
 
 from gm.cli import main
 from gm.engine.transcript import transcript
-from gm.errors import StoryBusy
+from gm.errors import NotFair, StoryBusy
 from gm.integrity import fair
 from gm.integrity.audit import audit
 from gm.integrity.seeds import reveal
-from gm.store import NotFair, Store, Story
+from gm.store import Store, Story
 from gm.testing import call, reply
 from tests.support.rounds import narrate_roll, roll_mara, table
 from tests.support.web import served_app

@@ -11,17 +11,8 @@ from typing import Any
 
 import pytest
 
-from gm.models.client import (
-    ModelClient,
-    ModelError,
-    ModelNotConfigured,
-    ModelRequestRejected,
-    ModelSettings,
-    ModelUnavailable,
-    ToolCall,
-    Usage,
-    retry_after_seconds,
-)
+from gm.errors import ModelError, ModelNotConfigured, ModelRequestRejected, ModelUnavailable, SettingsError
+from gm.models.client import ModelClient, ModelSettings, ToolCall, Usage, retry_after_seconds
 from gm.testing import FakeModel, Request, Step, call, calls, http_error, length, raw, reply, slow
 from tests.support.models import HELLO, FakeTime, closed_port, complete, served, settings_for
 
@@ -335,9 +326,9 @@ def test_no_endpoint_says_to_set_the_url_or_the_key(clean_env: pytest.MonkeyPatc
 
 
 def test_settings_refuse_nonsense() -> None:
-    with pytest.raises(ValueError, match="max_attempts"):
+    with pytest.raises(SettingsError, match="max_attempts"):
         ModelSettings(base_url=None, api_key="k", model="m", max_attempts=0)
-    with pytest.raises(ValueError, match="timeout"):
+    with pytest.raises(SettingsError, match="timeout"):
         ModelSettings(base_url=None, api_key="k", model="m", timeout=0)
 
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gm.models.client import ModelUnavailable, _encoded
+from gm.errors import ModelUnavailable
+from gm.models.client import _encoded
 from gm.testing import raw, reply
 from tests.support.models import complete, served, settings_for
 

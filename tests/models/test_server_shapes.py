@@ -89,7 +89,7 @@ def test_tools_prompted_plays_each_form_of_text_call(store: Store, harbor: Path,
 
 
 def test_a_server_refusing_tools_with_tools_native_says_what_to_change(store: Store, harbor: Path) -> None:
-    from gm.models.client import ModelRequestRejected
+    from gm.errors import ModelRequestRejected
 
     with pytest.raises(ModelRequestRejected, match="takes no tools, so play with --tools prompted"):
         play(store, harbor, SHAPES["ollama-no-tools"], tools="native")

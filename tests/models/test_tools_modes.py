@@ -8,15 +8,8 @@ from typing import Any
 
 import pytest
 
-from gm.models.client import (
-    Completion,
-    ModelClient,
-    ModelNotConfigured,
-    ModelRequestRejected,
-    ModelSettings,
-    ToolsMode,
-    decided_tool_mode,
-)
+from gm.errors import ModelNotConfigured, ModelRequestRejected
+from gm.models.client import Completion, ModelClient, ModelSettings, ToolsMode, decided_tool_mode
 from gm.testing import Script, fake_model, http_error, reply
 from gm.testing.shapes import no_tools
 from tests.support.paths import OPENAI_SCHEMAS

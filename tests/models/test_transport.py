@@ -8,13 +8,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
-from gm.models import _transport as transport
-from gm.models.client import ModelClient, ModelError, ModelSettings, ModelUnavailable, request_options
+from gm.errors import ModelError, ModelUnavailable
+from gm.models.client import ModelClient, ModelSettings, request_options
 from gm.testing import Step, fake_model, http_error, raw, reply, slow
 from tests.support.models import FakeTime
 
@@ -79,59 +79,45 @@ def test_a_request_carries_the_key_and_gms_body_as_json() -> None:
     headers = {name.lower(): value for name, value in request["headers"].items()}
     assert request["path"] == "/v1/chat/completions"
     assert headers["authorization"] == "Bearer sk-test"
-    assert headers["content-type"] == "application/json"
-    assert headers["x-stainless-retry-count"] == "0"
+    assert headers["content-type"] == "application/json" and headers["accept"] == "application/json"
+    assert headers["user-agent"].startswith("gm")
+    assert "openai-organization" not in headers and "openai-project" not in headers
     # The body is exactly what gm built, sent as UTF-8 (not \u-escaped), nothing added or dropped.
     assert json.loads(request["body"]) == request_options("m", HELLO, [TOOL], "auto")
     assert "\u00e9l\u00e8ve".encode() in request["body"]
 
 
-def test_the_openai_clients_own_retries_stay_off() -> None:
+def test_an_organization_and_a_project_are_sent_as_openai_names_them() -> None:
+    with recording_server() as (url, seen):
+        settings = ModelSettings(base_url=url, api_key="k", model="m", organization="org-1", project="proj-1")
+        asyncio.run(ask(ModelClient(settings)))
+    headers = {name.lower(): value for name, value in seen[0]["headers"].items()}
+    assert (headers["openai-organization"], headers["openai-project"]) == ("org-1", "proj-1")
+
+
+def test_one_attempt_is_one_request() -> None:
     with recording_server(status=503) as (url, seen):
         settings = ModelSettings(base_url=url, api_key="k", model="m", max_attempts=2, retry_after_cap=0.01)
         with pytest.raises(ModelUnavailable, match="after 2 attempts"):
             asyncio.run(ask(ModelClient(settings)))
-    assert len(seen) == 2  # gm's two attempts, each one request: the openai client retried none
+    assert len(seen) == 2  # gm's two attempts, each one request: nothing below gm's retry layer retried
 
 
-def test_many_requests_in_flight_are_spread_over_more_clients() -> None:
-    in_flight = 3 * transport.SHARD_LOAD
+def test_many_requests_in_flight_each_get_their_own_answer() -> None:
+    in_flight = 48
     with fake_model([slow(reply(f"Answer {n}."), 0.5) for n in range(in_flight)]) as fake:
         client = ModelClient(ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model))
 
-        async def play() -> tuple[list[str | None], int]:
+        async def play() -> list[str | None]:
             async with client:
                 answers = await asyncio.gather(*(client.complete(HELLO) for _ in range(in_flight)))
-                return [answer.content for answer in answers], client.clients
+                return [answer.content for answer in answers]
 
-        contents, opened = asyncio.run(play())
+        contents = asyncio.run(play())
     assert sorted(contents) == sorted(f"Answer {n}." for n in range(in_flight))
-    assert 2 <= opened <= transport.MAX_SHARDS
 
 
-def test_requests_one_at_a_time_use_one_client() -> None:
-    with fake_model([reply("One."), reply("Two."), reply("Three.")]) as fake:
-        client = ModelClient(ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model))
-
-        async def play() -> int:
-            async with client:
-                for _ in range(3):
-                    await client.complete(HELLO)
-                return client.clients
-
-        assert asyncio.run(play()) == 1
-
-
-def test_later_requests_are_the_first_one_with_a_new_body(monkeypatch: pytest.MonkeyPatch) -> None:
-    """After a client's first request (built by the openai client), later ones reuse it: same URL, same headers."""
-    built = []
-    request = openai.AsyncOpenAI.request
-
-    async def counted(self: openai.AsyncOpenAI, *arguments: Any, **options: Any) -> Any:
-        built.append(self)
-        return await request(self, *arguments, **options)
-
-    monkeypatch.setattr(openai.AsyncOpenAI, "request", counted)
+def test_requests_carry_the_same_headers_each_with_its_own_body() -> None:
     asked = [[{"role": "user", "content": f"Question {n}, \u00e9l\u00e8ve."}] for n in range(3)]
     with recording_server() as (url, seen):
         client = ModelClient(ModelSettings(base_url=url, api_key="sk-test", model="m", tools="native"))
@@ -141,14 +127,12 @@ def test_later_requests_are_the_first_one_with_a_new_body(monkeypatch: pytest.Mo
                 return [(await client.complete(each, tools=[TOOL])).content for each in asked]
 
         assert asyncio.run(three()) == ["Done."] * 3
-    assert len(built) == 1  # the openai client built the first request; the later ones reused it
     assert [request["path"] for request in seen] == ["/v1/chat/completions"] * 3
     assert [json.loads(request["body"]) for request in seen] == [request_options("m", each, [TOOL]) for each in asked]
     first, *later = [{name.lower(): value for name, value in request["headers"].items()} for request in seen]
-    assert first["authorization"] == "Bearer sk-test" and first["user-agent"].startswith("AsyncOpenAI/Python")
-    for headers in later:
+    for headers, request in zip(later, seen[1:], strict=True):
         assert {**headers, "content-length": ""} == {**first, "content-length": ""}
-        assert int(headers["content-length"]) == len(seen[later.index(headers) + 1]["body"])
+        assert int(headers["content-length"]) == len(request["body"])
 
 
 def test_cookies_a_server_sets_are_sent_back_as_the_openai_client_would() -> None:
@@ -221,6 +205,22 @@ def test_a_failure_reads_the_same_on_a_later_request_as_on_the_first(failure: st
         assert not fake.remaining
     assert later == first
     assert first[0][0] in ("Done.", "ModelUnavailable", "ModelRequestRejected")
+
+
+RECORDED = json.loads((Path(__file__).parent / "model_failures.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_a_failure_reads_as_it_did_through_the_openai_client(failure: str) -> None:
+    """tests/models/model_failures.json holds what each failure came to when gm sent through the openai client
+    (`openai.AsyncOpenAI`, its own retries off), recorded once with that client: gm's own client must match it."""
+    with fake_model(FAILURES[failure], check=False) as fake:
+        settings = ModelSettings(
+            base_url=fake.base_url, api_key="k", model=fake.model, timeout=0.3, max_attempts=3, tools="native"
+        )
+        outcome, waits = _outcome(settings, warm=False)
+    shown = [part.replace(fake.base_url, "{base_url}") if isinstance(part, str) else part for part in outcome]
+    assert {"outcome": shown, "waits": waits} == RECORDED["http"][failure]
 
 
 def test_a_server_gone_after_an_answer_is_a_connection_error_as_on_a_first_request() -> None:

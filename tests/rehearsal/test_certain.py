@@ -13,11 +13,11 @@ import pytest
 from gm import dice
 from gm.engine.game import Game
 from gm.engine.round import RoundResult
+from gm.errors import CharacterCannotRoll
 from gm.rehearsal._checks import choose_check, target_for
 from gm.rehearsal.model import RehearsalModel
 from gm.rules.chances import certain
 from gm.store import Store
-from gm.world.definition import CharacterCannotRoll
 from gm.world.loading import load_world
 from tests.support.paths import SAMPLE_WORLDS
 from tests.support.worlds import write_world

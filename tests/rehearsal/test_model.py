@@ -21,9 +21,9 @@ import pytest
 from gm import dice
 from gm.engine.game import Game
 from gm.engine.round import RoundResult
-from gm.errors import RoundFailed
+from gm.errors import RehearsalStuck, RoundFailed
 from gm.rehearsal._checks import catch_all, choose_check, is_catch_all, ranked_checks, score, stem, words
-from gm.rehearsal.model import RehearsalModel, RehearsalStuck
+from gm.rehearsal.model import RehearsalModel
 from gm.rules.checks import Check
 from gm.rules.validation import parse_rules
 from gm.store import Store

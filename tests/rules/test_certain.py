@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from gm import dice
 from gm.cli import main
+from gm.errors import CheckRollError
 from gm.rules.chances import (
     can_go_either_way,
     certain,
@@ -21,7 +22,7 @@ from gm.rules.chances import (
     refusal,
     uncertain_targets,
 )
-from gm.rules.checks import Band, Check, CheckRollError
+from gm.rules.checks import Band, Check
 from gm.rules.validation import parse_rules
 from tests.support.strategies import notations
 from tests.support.worlds import write_world

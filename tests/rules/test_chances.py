@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from gm.errors import CheckRollError
 from gm.rules.chances import check_odds
-from gm.rules.checks import CheckRollError
 from gm.rules.validation import parse_rules
 from gm.transcript.shapes import RollPublic
 from gm.world.loading import load_world

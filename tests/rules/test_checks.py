@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from gm.problems import Problem, ProblemsError
-from gm.rules.checks import BandGapError, CheckRollError, Rules, resolve
+from gm.errors import BandGapError, CheckRollError, ProblemsError, UnknownCheck
+from gm.problems import Problem
+from gm.rules.checks import Rules, resolve
 from gm.rules.validation import parse_rules, validate
 from gm.world.loading import load_rules
 from tests.support.paths import REPOSITORY
@@ -302,6 +303,6 @@ def test_parse_rules_raises_with_every_error() -> None:
 
 def test_unknown_check_key_lists_the_known_ones() -> None:
     rules: Rules = parse_rules({"checks": [absolute_check()]})
-    with pytest.raises(KeyError, match="brawl"):
+    with pytest.raises(UnknownCheck, match="brawl"):
         rules["climb"]
     assert "brawl" in rules and "climb" not in rules

@@ -13,8 +13,9 @@ import pytest
 from sqlalchemy import event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from gm.errors import StoryNotFound
 from gm.store import Store
-from gm.store._base import StoryNotFound, row_of, table_of, values_of
+from gm.store._base import row_of, table_of, values_of
 from gm.store._batch import Batch
 from gm.store._memory import memories_between, newest_rounds, read_now
 from gm.store.records import Attempt, MemoryEntry, RoundRecord, Story

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from gm.store import Store, Story, StoryNotFound
+from gm.errors import StoryNotFound
+from gm.store import Store, Story
 from gm.store import _commit_groups as commit_groups
 from gm.store._commit_groups import MAX_GROUP, when_durable
 from gm.store._workers import GroupCommitting, workers_for

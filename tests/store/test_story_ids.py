@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gm.store import AmbiguousStory, Store, Story, StoryNotFound
+from gm.errors import AmbiguousStory, StoryNotFound
+from gm.store import Store, Story
 from tests.support.command_line import gm
 from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD
 

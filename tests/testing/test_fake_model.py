@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 
+from gm.errors import UsageError
 from gm.testing import (
     FakeModel,
     Request,
@@ -307,14 +308,14 @@ def test_a_slow_step_times_the_client_out_and_close_does_not_wait_for_it() -> No
 
 def test_start_and_close_explicitly() -> None:
     fake = FakeModel([reply("hi")])
-    with pytest.raises(RuntimeError, match="not started"):
+    with pytest.raises(UsageError, match="not started"):
         fake.base_url  # noqa: B018
     fake.start()
     url = fake.base_url
     assert ask(fake).choices[0].message.content == "hi"
     fake.close()
     fake.close()
-    with pytest.raises(RuntimeError, match="cannot start again"):
+    with pytest.raises(UsageError, match="cannot start again"):
         fake.start()
     with pytest.raises(openai.APIConnectionError):
         openai.OpenAI(base_url=url, api_key="k", max_retries=0).chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]

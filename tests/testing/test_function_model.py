@@ -9,20 +9,9 @@ from typing import Any
 
 import pytest
 
+from gm.errors import ScriptError
 from gm.models.client import Completion, ModelClient, ModelSettings, ToolCall, Usage
-from gm.testing import (
-    FakeModel,
-    FunctionModel,
-    ScriptError,
-    call,
-    calls,
-    http_error,
-    length,
-    raw,
-    reply,
-    slow,
-    tool_call,
-)
+from gm.testing import FakeModel, FunctionModel, call, calls, http_error, length, raw, reply, slow, tool_call
 from tests.support.paths import OPENAI_SCHEMAS
 
 CHECKED = {

@@ -20,7 +20,7 @@ import pytest
 
 import gm as gm_package
 import gm.editor as editor_package
-from gm.cli._serve import KEEP_ALIVE_SECONDS, WORKER_ARGUMENTS, worker_app
+from gm.cli._serve import KEEP_ALIVE_SECONDS, worker_app
 from gm.store import Store
 from gm.testing import reply
 from gm.web import process as server_process
@@ -96,7 +96,7 @@ def test_each_worker_of_gm_serve_tunes_its_own_collector(
         "judge": None,
         "prompts": None,
     }
-    monkeypatch.setenv(WORKER_ARGUMENTS, json.dumps(options))
+    monkeypatch.setenv("GM_SERVE_WORKER_ARGUMENTS", json.dumps(options))
     assert worker_app() is not None
     assert not collector_now()["automatic"] and collector_now()["by the clock"]
     assert sys.getswitchinterval() == pytest.approx(SWITCH_SECONDS)

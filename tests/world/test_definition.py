@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from gm.problems import Problem, ProblemsError
+from gm.errors import CharacterCannotRoll, ProblemsError, UnknownCharacter, UnknownCheck
+from gm.problems import Problem
 from gm.rules.validation import parse_rules
-from gm.world.definition import Character, CharacterCannotRoll, World, modifier_for, validate_world, world_from_data
+from gm.world.definition import Character, World, modifier_for, validate_world, world_from_data
 from gm.world.loading import check_world, load_world
 
 
@@ -129,7 +130,7 @@ def test_a_world_without_dice_json_has_no_checks(tmp_path: Path) -> None:
     assert check_world(folder) == []
     world = load_world(folder)
     assert world.rules is None and world.dice_data is None
-    with pytest.raises(KeyError, match=r"no dice\.json"):
+    with pytest.raises(UnknownCheck, match=r"no dice\.json"):
         world.check("brawl")
 
 
@@ -206,7 +207,7 @@ def test_character_lookup_ignores_case_and_lists_known_names() -> None:
     world = world_from_data(world_json())
     assert world.character("mara").name == "Mara"
     assert world.character(" TOMAS ").name == "Tomas"
-    with pytest.raises(KeyError) as caught:
+    with pytest.raises(UnknownCharacter) as caught:
         world.character("Ilse")
     assert str(caught.value) == "there is no character 'Ilse'; the characters are: Mara, Tomas"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import gm.world.loading
-from gm.problems import ProblemsError
+from gm.errors import ProblemsError
 from gm.world.loading import LoadedWorlds
 
 

@@ -31,15 +31,15 @@ from gm.engine.referee import Outcome, Refusal, Result, RollKind, RoundRoll, ref
 from gm.engine.tools.offered import argument_checks, read_arguments
 from gm.engine.tools.tabletop import edge_asked, opponent_of
 from gm.engine.typed_dice import FacesNeeded, question_for
-from gm.errors import ModelRetry
+from gm.errors import CharacterCannotRoll, CheckRollError, ModelRetry
 from gm.models.completion import strip_reasoning
 from gm.problems import shown
 from gm.rules.chances import certain, refusal
-from gm.rules.checks import CheckRollError, opposed_modifier, read_value
+from gm.rules.checks import opposed_modifier, read_value
 from gm.rules.naturals import read_roll
 from gm.store import RollRecord
 from gm.world.calendar import advance, duration_text
-from gm.world.definition import CharacterCannotRoll, World
+from gm.world.definition import World
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"

@@ -1,20 +1,23 @@
-"""The model client's aiohttp transport: a failure reads as its cause; a client outlives a closed session or loop."""
+"""The model client's HTTP transport: a failure reads as its cause (as it did through the openai client); a client
+outlives a closed session or loop; a proxy from the environment is used."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import socket
 import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
-import httpx2
 import pytest
 
-from gm.models._aiohttp import AiohttpClient, AiohttpTransport
-from gm.models.client import ModelClient, ModelSettings, ModelUnavailable
+from gm.errors import ModelUnavailable
+from gm.models.client import ModelClient, ModelSettings
 from gm.testing import fake_model, reply
 from tests.support.models import FakeTime, closed_port
 
@@ -72,10 +75,30 @@ def failure(url: str) -> str:
     return asyncio.run(call())
 
 
+RECORDED = json.loads((Path(__file__).parent / "model_failures.json").read_text(encoding="utf-8"))
+
+
 def test_a_refused_connection_is_a_connection_error_not_a_timeout() -> None:
-    said = failure(f"http://127.0.0.1:{closed_port()}/v1")
+    port = closed_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    said = failure(url)
     assert "a connection error (Cannot connect to host 127.0.0.1" in said
     assert "no answer within" not in said
+    assert said.replace(url, "{base_url}").replace(str(port), "{port}") == RECORDED["transport"]["a refused connection"]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "answer"),
+    [
+        ("a server that hangs up", None),
+        ("an answer that is not HTTP", b"\x00\x1b[2J not http at all\r\n\r\n"),
+        ("a malformed answer", b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n"),
+    ],
+)
+def test_a_broken_answer_reads_as_it_did_through_the_openai_client(recorded: str, answer: bytes | None) -> None:
+    with raw_server(answer) as url:
+        said = failure(url)
+    assert said.replace(url, "{base_url}") == RECORDED["transport"][recorded]
 
 
 def test_a_server_that_hangs_up_without_answering_is_a_connection_error() -> None:
@@ -149,12 +172,48 @@ def test_a_client_dropped_without_closing_lets_its_sockets_go_without_a_warning(
     assert not [warning for warning in caught if "nclosed" in str(warning.message)]
 
 
-def test_a_proxy_from_the_environment_keeps_httpxs_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    client = AiohttpClient()
-    proxied = client._transport_for_url(httpx2.URL("https://api.openai.com/v1/chat/completions"))
-    direct = client._transport_for_url(httpx2.URL("http://127.0.0.1:8000/v1/chat/completions"))
-    assert isinstance(proxied, httpx2.AsyncHTTPTransport) and not isinstance(proxied, AiohttpTransport)
-    assert isinstance(direct, AiohttpTransport)
+def test_a_proxy_from_the_environment_carries_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With HTTP_PROXY set, the request goes to the proxy, naming the model server in its request line."""
+    seen: list[str] = []
+    answer = json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "Via the proxy."}, "finish_reason": "stop"}
+            ],
+        }
+    ).encode()
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.requestline)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, args=(0.01,), daemon=True).start()
+    for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+    try:
+        settings = ModelSettings(base_url="http://model.invalid/v1", api_key="k", model="m")
+
+        async def call() -> str | None:
+            async with ModelClient(settings) as client:
+                return (await client.complete(HELLO)).content
+
+        assert asyncio.run(call()) == "Via the proxy."
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert seen == ["POST http://model.invalid/v1/chat/completions HTTP/1.1"]
