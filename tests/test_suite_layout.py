@@ -12,6 +12,7 @@ TESTS = REPOSITORY / "tests"
 GM = Path(gm.__file__).parent
 FOUNDATION = {
     "test_config.py",
+    "test_docs.py",
     "test_errors.py",
     "test_front_door.py",
     "test_hosts.py",
@@ -19,7 +20,7 @@ FOUNDATION = {
     "test_package_tree.py",
     "test_private_parts.py",
     "test_suite_layout.py",
-}  # gm's own top-level modules
+}  # gm's own top-level modules, and the documentation (test_docs.py)
 
 
 def all_test_modules() -> list[Path]:
