@@ -4,7 +4,7 @@ A draft keeps exactly what the author typed (text, even in number fields), so th
 mistakes comes back as it was sent. `dice_data` turns a draft into dice.json's data for validation
 and saving: numbers that read as whole numbers become numbers, anything else stays text for the
 schema to refuse at that field, and defaults are left out (`reading` total, `compare` absolute,
-`critical` false), as in the README's examples. Fields are named like `checks-0-bands-1-min` (and
+`critical` false), as in the examples of docs/dice-json.md. Fields are named like `checks-0-bands-1-min` (and
 `checks-0-naturals-0-face` for a natural); the add, remove and move buttons send `action` values such
 as `add-band:0`, `up-check:2` or `remove-natural:0:1`. A natural is typed as a face, an optional
 number of sides, and either a step (`kind` step) or the label of a band to send the roll to.

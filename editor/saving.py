@@ -1,12 +1,12 @@
 """Writing world.json and dice.json: a stable, readable layout, written atomically, the previous file kept.
 
-The layout is the README's: two-space indent, fields in the reference's order, a band (and a
-character's variables, a natural) on one line, UTF-8 with a trailing newline. Saving the sample worlds unchanged
-gives back their files byte for byte. A save writes a temporary file in the same folder, flushes and
-syncs it, copies the file it replaces to `<name>.bak`, then renames the new file into place, so the
-file is never missing or half-written and the previous version is always on disk. A save never
-writes through a symbolic link or to anything but a regular file, never replaces a file that changed
-on disk since its form was opened (`file_version`), and removes what killed saves left behind.
+The layout is that of the docs' examples (docs/dice-json.md, docs/world-json.md): two-space indent, fields in
+the reference's order, a band (and a character's variables, a natural) on one line, UTF-8 with a trailing
+newline. Saving the sample worlds unchanged gives back their files byte for byte. A save writes a temporary file
+in the same folder, flushes and syncs it, copies the file it replaces to `<name>.bak`, then renames the new file
+into place, so the file is never missing or half-written and the previous version is always on disk. A save
+never writes through a symbolic link or to anything but a regular file, never replaces a file that changed on
+disk since its form was opened (`file_version`), and removes what killed saves left behind.
 """
 
 from __future__ import annotations

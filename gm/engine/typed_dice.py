@@ -4,8 +4,9 @@ A story started with `dice_from: "player"` (`gm play --dice-from player`, the AP
 play page) rolls no check itself: when the game master calls roll_check, the round pauses and asks
 "Roll 1d20 for Lockwork and fine hands, Odile: type the faces". The faces typed are checked here, one
 sentence for a wrong answer (the question stands), and the round then goes on exactly as if the
-engine had rolled them (`gm.engine._resume`). Plain dice (`roll_dice`) and `/roll` are rolled as before, and
-so are secret checks (gm.integrity.secret): the player cannot roll a die they must not see.
+engine had rolled them (`gm.engine.round.continue_round`). Plain dice (`roll_dice`) and `/roll` are rolled by
+the engine in such a story too, and so are secret checks (gm.integrity.secret): the player cannot roll a die
+they must not see.
 
 Pure: no I/O. `FacesNeeded` is how the tools tell the round loop that a check waits for the player.
 """

@@ -20,7 +20,7 @@ what `gm.engine.transcript.transcript` reads from the database) and checks, in t
 `since(earlier, later)` checks that a later transcript of a story keeps an earlier one's history:
 the same rolls under the same hashes, and the same commitments (`gm audit --since`).
 
-Pure: no I/O. What it cannot see is in the README ("Dice integrity").
+Pure: no I/O. What it cannot see is in docs/integrity.md.
 """
 
 from __future__ import annotations

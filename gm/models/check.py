@@ -213,11 +213,11 @@ def _no_tools_problem(report: Report) -> str:
     if report.native == "refused":
         return (
             "the server refuses tools and the model wrote no usable call in text either; start the server with its "
-            "tool-call flags (see the README's compatibility table) or use a model trained for tool calls"
+            "tool-call flags (gm's docs: model-servers.md, Compatibility) or use a model trained for tool calls"
         )
     return (
         "the model made no tool call, natively or in text; use a model trained for tool calls, or start the "
-        "server with its tool-call flags (see the README's compatibility table)"
+        "server with its tool-call flags (gm's docs: model-servers.md, Compatibility)"
     )
 
 

@@ -370,7 +370,7 @@ def _encoded(options: Mapping[str, Any]) -> bytes:
     the strings, integers, lists and dicts gm's requests hold, at a fifth of the CPU (the prompt is
     thousands of characters, encoded for every model call on the event loop). What orjson cannot
     write (a lone surrogate, an integer past 64 bits, a key that is not a string) falls back to
-    `json`, which raises for the first as before and writes the others."""
+    `json`, which raises for the first and writes the others."""
     try:
         return orjson.dumps(options)
     except orjson.JSONEncodeError:

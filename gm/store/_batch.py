@@ -22,7 +22,7 @@ On PostgreSQL a transaction a batch opens for work handed over with `durable=Fal
 a round's opening, the memory keeper's notes) commits with `synchronous_commit` off, asked for in the
 same round trip: its commit does not wait for the server's log to reach the disk, which the next
 synced commit (the round's roll, or the round itself) brings about anyway, the log being written in
-order (README, "Durability").
+order (docs/durability.md).
 
 An error of a queued statement is raised by `send` (on SQLite by `add`), as `Connection.execute` raises
 it (SQLAlchemy's wrapped DBAPI error, an `IntegrityError` say); the statements queued after it did not

@@ -1,8 +1,8 @@
 """SQLite's one database thread, committing together the work that queued while it was busy (group commit).
 
-A commit on SQLite (`synchronous=FULL`, WAL) writes and syncs the log: in `gm serve` under 1,000
-players it was 40% of the database thread's time, and that one thread was what rounds waited on. So
-the thread takes every piece of work queued when it is free (at most `MAX_GROUP`), runs them one after
+A commit on SQLite (`synchronous=FULL`, WAL) writes and syncs the log: under many players that is the
+largest part of the database thread's time, and that one thread is what rounds wait on. So the thread
+takes every piece of work queued when it is free (at most `MAX_GROUP`), runs them one after
 another in one SQLite transaction, and commits once:
 
 - each `Store.transaction()` block of a piece of work is still atomic: the first of a group's
@@ -12,7 +12,7 @@ another in one SQLite transaction, and commits once:
 - nothing is promised before it is durable: every caller learns its result (or its error) only once
   the group's COMMIT has returned, and what the work tells an event loop meanwhile (a roll's card for
   the player: `when_durable`) is told only then. A roll is on disk before the model hears of it, and an
-  accepted round before the player sees it, as before; a failed COMMIT fails every piece of its group;
+  accepted round before the player sees it; a failed COMMIT fails every piece of its group;
 - the order is kept: work runs in the order it was handed over, each seeing what came before it.
 
 Work that need not be on disk when it returns (`durable=False`: a round's opening, its lease's
@@ -21,17 +21,14 @@ group holds nothing else: SQLite's WAL is then written but not synced, which sav
 CPU and wait. Such a commit is on disk by the next durable one, since SQLite's log is one file
 written in order and a sync of it holds every commit before; a power cut before then loses that
 work alone, never a roll or an accepted round (always durable work), and nothing anyone was told
-had been kept (the README's "Durability" says what each kind of work is, and what a power cut may
-take). A group with any durable work in it commits with `synchronous=FULL`, as every connection
-has it otherwise.
+had been kept (docs/durability.md says what each kind of work is, and what a power cut may take). A
+group with any durable work in it commits with `synchronous=FULL`, as every connection has it otherwise.
 
 The group's transaction begins with `BEGIN IMMEDIATE`, taking SQLite's write lock at once, so another
 connection's write (another process, or a thread outside the group) waits for the group's commit on
 the busy timeout rather than making the group's first write fail. Idle, the thread ends after
 `IDLE_SECONDS` and a new one starts with the next work, so an engine no longer used leaves no thread.
-
-Measured (bench/serve_bench.py, 1,000 players on SQLite): a group held a few pieces of work under load
-and one at a time when quiet.
+Under load a group holds a few pieces of work; when the server is quiet, one.
 """
 
 from __future__ import annotations
@@ -52,9 +49,8 @@ log = logging.getLogger(__name__)
 
 # Pieces of work committed together at most. It bounds how long the first of them waits for the rest, and how
 # many rounds the event loop takes up again at once when a group is committed: a burst that a request arriving
-# meanwhile waits through. With 100 stories played back to back (bench/serve_bench.py, 15 s, SQLite, two runs
-# each side by side with 32) a probe request waited 7.9 / 9.8 ms at p99 with 8, 13.1 / 18.3 ms with 16, and
-# 20 to 24 ms with 32, for 0.88 to 0.90x (8) and 0.94x (16) the rounds a second of 32.
+# meanwhile waits through. 8 keeps that burst short for a tenth fewer rounds a second than larger groups
+# (docs/decisions/database-threads.md).
 MAX_GROUP = 8
 IDLE_SECONDS = 2.0  # an idle thread ends after this long; the next work starts another
 
@@ -99,8 +95,8 @@ class Group:
         connection = self._begun(engine)
         if self.holding or self.depth:
             # The savepoint goes straight to the driver, as the BEGIN does: SQLAlchemy's `begin_nested` and its
-            # release ran each statement through its execution, about a sixth of the database thread's CPU
-            # under 1,000 players (a py-spy profile of bench/serve_bench.py). SQLAlchemy's own savepoints (an
+            # release run each statement through its execution, a sizeable part of the database thread's CPU
+            # under load. SQLAlchemy's own savepoints (an
             # ORM session's, say) may still nest inside. One name serves every depth: SQLite rolls back to and
             # releases the newest savepoint of a name.
             name = "gm_block"

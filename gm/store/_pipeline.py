@@ -1,23 +1,21 @@
 """A batch's statements sent on PostgreSQL through libpq's pipeline mode by psycopg's libpq binding: one write,
 one round trip.
 
-psycopg's own pipeline (`Connection.pipeline()`, a cursor a statement) waits on the socket twice a statement,
-writes each statement in a packet of its own, and builds a cursor, a query and a result reader for each: in a
-py-spy profile of `gm serve` on PostgreSQL under 1,000 players (bench/serve_bench.py) psycopg's own Python code
-was a fifth of the process's GIL time, most of it there. Here a batch's values are dumped with psycopg's own
-adapters (a `Transformer` on the connection, as each cursor makes one: a value is written as a cursor writes
-it), the statements queued on libpq (`PGconn.send_query_params`) and sent with the Sync in one write, and
-their results read with the same adapters; an error is psycopg's own, built from the result as a cursor
-builds it. Five statements in a micro-benchmark took about half the CPU of psycopg's pipeline, and a round's
-database work 0.7x in bench/store_bench.py (bench/HISTORY.md, tenth session).
+Why not psycopg's own pipeline (`Connection.pipeline()`, a cursor a statement): it waits on the socket twice a
+statement, writes each statement in a packet of its own, and builds a cursor, a query and a result reader for
+each, so under many players psycopg's own Python code is a large part of the server's GIL time. Here a batch's
+values are dumped with psycopg's own adapters (a `Transformer` on the connection, as each cursor makes one: a
+value is written as a cursor writes it), the statements queued on libpq (`PGconn.send_query_params`) and sent
+with the Sync in one write, and their results read with the same adapters; an error is psycopg's own, built
+from the result as a cursor builds it. A round's database work then takes about two thirds of the CPU
+(docs/decisions/postgresql-batches.md has the measurements).
 
 Each statement is prepared on a connection the first time it runs there (its Parse rides in the same batch)
-and runs by name after that, so the server plans it once: sent unnamed, parsed and planned each time, a round
-took 10 to 20% more wall time than through psycopg (which prepares a statement after its fifth run) in
-bench/store_bench.py. That is done only where psycopg prepares nothing itself (`prepare_threshold` None, as
+and runs by name after that, so the server plans it once: a statement sent unnamed is parsed and planned
+every time. That is done only where psycopg prepares nothing itself (`prepare_threshold` None, as
 `gm.store.make_engine` makes its connections): psycopg sends DEALLOCATE ALL at a rollback once it has prepared
 a statement of its own, which would take gm's with it. Behind PgBouncer in transaction mode, prepared
-statements need PgBouncer 1.21 or later with `max_prepared_statements` set (README, "Several processes").
+statements need PgBouncer 1.21 or later with `max_prepared_statements` set (docs/serving.md, "Several processes").
 """
 
 from __future__ import annotations

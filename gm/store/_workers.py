@@ -33,17 +33,11 @@ from gm.store._commit_groups import CommitGroups
 
 T = TypeVar("T")
 
-# Per engine on a database server (its pool holds as many connections: gm.store.make_engine). Measured with
-# bench/serve_bench.py at 100 stories on PostgreSQL, side by side: 8 threads took the GIL from the event
-# loop so often that a probe request waited 840-1,180 ms at p99 (190 ms at p50), 4 threads 235-274 ms
-# (12-18 ms), 2 threads about 345 ms but played half the rounds; 4 played as many as 8. Since a round's
-# transactions go in batches (gm.store._batch: 7 round trips a rolled round instead of 19), a job holds its
-# thread a third as long, and 2 threads play as many rounds as 4 with fewer hand-offs of the GIL: two
-# side-by-side runs under 1,000 players, probe p99 63 / 68 ms (2 threads) against 178 / 126 ms (4), added
-# p50 177 / 188 against 577 / 402 ms; 100 stories back to back, 87.8 against 81.5 rounds/s. A database far
-# away (each round trip a millisecond or more) keeps a thread longer a job: more threads may then pay. Tried
-# again later, six side-by-side runs under 1,000 players on PostgreSQL: 4 threads did better in 4 of them, worse
-# in 2, with medians of the added p99 of 698 against 715 ms: no steady difference (bench/HISTORY.md).
+# Per engine on a database server (its pool holds as many connections: gm.store.make_engine). A round's
+# transactions go in batches (gm.store._batch), so a job holds its thread for a few round trips: 2 threads play
+# as many rounds as more would, and every thread more takes the GIL from the event loop more often, which every
+# story's requests wait on. A database far away (a round trip of a millisecond or more) keeps a thread longer a
+# job, and more threads may then pay. The measurements behind this: docs/decisions/database-threads.md.
 SERVER_THREADS = 2
 BACKGROUND_LANES = SERVER_THREADS // 2  # of them, background work may hold at most this many (see `Workers`)
 
@@ -60,10 +54,10 @@ class Workers:
 
     Background work (`BACKGROUND`: the memory keeper's) is handed to the threads `background_lanes` at a
     time, the rest waiting on the event loop: a round's work then queues behind at most that many jobs
-    of it. Why: on PostgreSQL under 1,000 players the threads were busy most of the time, a job taking
-    2 to 6 times its CPU time in round trips and GIL waits, and a round's work waited behind the
-    keeper's for tens of milliseconds in busy seconds (bench/serve_bench.py). The keeper's work waits
-    its turn instead: none of it is dropped, and a story's stays in order (one keeper per story at a time).
+    of it. Why: under many players the threads are busy most of the time, a job taking several times its
+    CPU time in round trips and GIL waits, and a player waits on a round's work but on no keeper's. The
+    keeper's work waits its turn instead: none of it is dropped, and a story's stays in order (one keeper
+    per story at a time).
     """
 
     def __init__(self, threads: int, name: str, background_lanes: int | None = None) -> None:

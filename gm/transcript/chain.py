@@ -47,8 +47,9 @@ HASHED = (
 )
 
 
-# Fields of issue 16's table rules: hashed when set, and left out when null, so that every roll
-# hashed before they existed (where they are all null) keeps its hash.
+# The table rules' fields (edge dice, opposed checks, naturals): hashed when set, and left out when null, so a
+# roll that uses none of them hashes as it would without these fields, and a roll hashed before the table rules
+# existed (where they are all null) keeps its hash.
 HASHED_WHEN_SET = ("edge", "opponent", "opponent_modifier", "natural", "stepped_from")
 # Hashed only when true (or non-empty), for the same reason: `typed` marks faces a player rolled at the
 # table and typed in (gm.engine.typed_dice), and the hash covers that they were. `salt` is a secret roll's 128 random

@@ -9,7 +9,7 @@ token read as FastAPI's `HTTPBearer` reads it, the round played by the route's o
 
 What it answers is what the FastAPI route answers: the same JSON for the round, and for every
 `GmError` the same status and `{"error": ...}` sentence (`gm.web._errors`). Anything else goes on to
-the FastAPI app with its body as read, which answers as it always did: a body that is not valid JSON
+the FastAPI app with its body as read, which answers it as the documented route does: a body that is not valid JSON
 or not a valid message (so its 422 keeps FastAPI's and `gm.web.app`'s wording), a content type other
 than JSON, a root path, a path that only looks like this one. An unforeseen exception propagates as
 from the route, to the app's handler for it. The route stays declared in FastAPI, so /docs describes

@@ -81,10 +81,10 @@ class LoadedWorlds:
     """Worlds loaded from folders and kept by their files' content, so a server starting many stories checks each once.
 
     Checking a world (its schema, its rules, its checks against its characters) takes about 15 ms of
-    CPU, and `gm serve` loaded the world anew for every story it started. `load` reads the files
-    again each time (a few KB, as `load_world` does, FIFOs refused) and checks them only when their
-    bytes differ from the last ones seen for that path, so an edited world is taken at once and a
-    broken one is refused with its problems, as before. A World is shared by every story played in
+    CPU, too much to pay for every story `gm serve` starts. `load` reads the files again each time (a
+    few KB, as `load_world` does, FIFOs refused) and checks them only when their bytes differ from the
+    last ones seen for that path, so an edited world is taken at once and a broken one is refused with
+    its problems. A World is shared by every story played in
     it (`gm.world.shared`), so handing out one object is safe. At most `size` worlds are kept.
     """
 

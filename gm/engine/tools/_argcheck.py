@@ -5,7 +5,7 @@ every level, which made validating a call's arguments a third of a tool call's o
 database thread. Almost every call a model makes is valid, so `compile_schema` turns a schema into
 a predicate that answers True exactly when jsonschema (Draft 2020-12, no format assertions) finds
 no error in the arguments and every text in them can be stored (`gm._text.unstorable`). On False
-the caller asks jsonschema for the errors and words the first one as before (`gm.engine.tools.running`), so which
+the caller asks jsonschema for the errors and words the first one (`gm.engine.tools.running`), so which
 calls are refused, and the sentences saying why, stay jsonschema's. tests/engine/test_argcheck.py
 compares the two on generated arguments, valid and not.
 

@@ -1,4 +1,5 @@
-"""roll_check's table rules (issue 16): which arguments its schema offers, and reading `edge` and `opponent`.
+"""roll_check's table rules (edge dice, opposed checks): which arguments its schema offers, and reading `edge`
+and `opponent`.
 
 The schema offers `edge` only when some check declares edge dice and `opponent` only when some check
 is opposed, each saying which checks take it, so a world without them shows the model nothing new.
