@@ -3,7 +3,7 @@
 A `Problem` is one finding at a JSON path; `ProblemsError` is a file that cannot be used, with every
 problem in it. Two kinds of problem are found here: reading the file (`read_json`: a missing file,
 bad bytes, a syntax error with line and column, a key repeated in one object) and its JSON Schema
-(`schema_problems`, each error worded for an author by `describe`); `gm.rules.checks` and `gm.world.definition`
+(`SchemaCheck`, each error worded for an author by `describe`); `gm.rules.checks` and `gm.world.definition`
 find the rest.
 """
 
@@ -16,17 +16,19 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
+from gm._quickschema import compile_schema
 from gm._text import unstorable
 
 # A Problem is what a ProblemsError carries, so both live in gm.errors (the bottom layer); they are found here.
 from gm.errors import Problem as Problem
 from gm.errors import ProblemsError
 from gm.errors import Severity as Severity
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 _NAME_LIKE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
 _STEP = re.compile(r"\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\.([^.\[]*)")
@@ -56,6 +58,35 @@ _TYPE_NAMES = {
     "number": "a number",
     "boolean": "true or false",
 }
+
+
+class SchemaCheck:
+    """A JSON Schema's problems in a document: none at once for a valid one, jsonschema's errors for the rest.
+
+    A valid document is recognised by the schema compiled into a plain predicate (`gm._quickschema`), so
+    checking one imports no jsonschema, whose import is most of `gm check`'s start-up; a document it
+    refuses (or any, for a schema beyond it) is validated by jsonschema, imported then, and each error
+    worded by `describe`.
+    """
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self.quick = compile_schema(schema)
+        self._validator: Draft202012Validator | None = None
+
+    def problems(self, data: Any) -> list[Problem]:
+        """Every schema error in `data`, in document order, worded for an author."""
+        if self.quick is not None and self.quick(data):
+            return []
+        return schema_problems(self.validator(), data)
+
+    def validator(self) -> Draft202012Validator:
+        """jsonschema's validator of the schema, made the first time a document needs its words."""
+        if self._validator is None:
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self.schema)
+        return self._validator
 
 
 def schema_problems(validator: Draft202012Validator, data: Any) -> list[Problem]:

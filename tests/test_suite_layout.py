@@ -19,6 +19,7 @@ FOUNDATION = {
     "test_nul.py",
     "test_package_tree.py",
     "test_private_parts.py",
+    "test_quickschema.py",
     "test_suite_layout.py",
 }  # gm's own top-level modules, and the documentation (test_docs.py)
 

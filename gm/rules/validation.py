@@ -15,11 +15,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from gm import dice
 from gm.errors import ProblemsError
-from gm.problems import Problem, document_order, schema_problems, text_problems
+from gm.problems import Problem, SchemaCheck, document_order, text_problems
 from gm.rules.checks import Band, Check, Rules
 from gm.rules.coverage import coverage_problems
 from gm.rules.tabletop import build_table, table_problems
@@ -34,8 +32,8 @@ def dice_schema() -> dict[str, Any]:
 
 
 @cache
-def _validator() -> Draft202012Validator:
-    return Draft202012Validator(dice_schema())
+def _schema() -> SchemaCheck:
+    return SchemaCheck(dice_schema())
 
 
 def parse_rules(data: Any, source: str = "dice.json") -> Rules:
@@ -48,7 +46,7 @@ def parse_rules(data: Any, source: str = "dice.json") -> Rules:
 
 def validate(data: Any) -> list[Problem]:
     """Every problem in parsed dice.json data: schema errors first, then what a schema cannot say."""
-    problems = schema_problems(_validator(), data) + text_problems(data)
+    problems = _schema().problems(data) + text_problems(data)
     if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
         return sorted(problems, key=document_order)
     broken = {problem.path.split("]")[0] + "]" for problem in problems if problem.path.startswith("$.checks[")}

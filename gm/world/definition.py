@@ -26,10 +26,8 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal
 
-from jsonschema import Draft202012Validator
-
 from gm.errors import CharacterCannotRoll, ProblemsError, UnknownCharacter, UnknownCheck
-from gm.problems import Problem, document_order, member_path, schema_problems, text_problems
+from gm.problems import Problem, SchemaCheck, document_order, member_path, text_problems
 from gm.rules.checks import Check, Rules
 from gm.rules.coverage import coverage_problems
 from gm.rules.validation import parse_rules
@@ -128,8 +126,8 @@ def world_schema() -> dict[str, Any]:
 
 
 @cache
-def _validator() -> Draft202012Validator:
-    return Draft202012Validator(world_schema())
+def _schema() -> SchemaCheck:
+    return SchemaCheck(world_schema())
 
 
 def world_from_data(world_data: Any, dice_data: Any | None = None, source: str = "world") -> World:
@@ -165,7 +163,7 @@ def world_from_data(world_data: Any, dice_data: Any | None = None, source: str =
 
 def validate_world(world_data: Any, dice_data: Any | None = None) -> list[Problem]:
     """Every problem in parsed world.json and dice.json (None: the world has none), world.json's first."""
-    world_problems = schema_problems(_validator(), world_data) + text_problems(world_data)
+    world_problems = _schema().problems(world_data) + text_problems(world_data)
     characters = _raw_characters(world_data)
     world_problems.extend(_character_problems(characters))
     if isinstance(world_data, dict):

@@ -1,6 +1,6 @@
-"""The quick commands import only what they use: `import gm.dice`, `gm --version`, `gm --help`, `gm roll`
-and `gm odds` load no model client, database, web or validation library, and `gm check` only the JSON
-Schema validator it checks worlds with.
+"""The quick commands import only what they use: `import gm.dice`, `gm --version`, `gm --help`, `gm roll`,
+`gm odds` and `gm check` load no model client, database, web or validation library; jsonschema is
+imported only to word what is wrong with a world file that is not valid.
 
 Each runs as a process of its own (the installed `gm` script, as a user types it) with Python's
 import log on (`PYTHONPROFILEIMPORTTIME`), and the test reads which packages it imported. How fast
@@ -9,7 +9,9 @@ they start is measured by bench/startup_bench.py, beside `python -c pass`.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.subprocess
 ROOT = Path(__file__).resolve().parents[2]
 WORLD = ROOT / "worlds" / "harbour-heist"
 # What a quick command must never load: the model client and its HTTP stacks, the database, the web
-# server, pydantic (and its settings), the terminal's rich text, and (but for a world's check) jsonschema.
+# server, pydantic (and its settings), the terminal's rich text, and jsonschema (a valid world needs none).
 HEAVY = (
     "openai",
     "httpx",
@@ -78,10 +80,26 @@ def test_importing_the_dice_engine_imports_no_heavy_library() -> None:
     [["check", str(WORLD)], ["odds", str(WORLD), "attempt", "--target", "12"]],
     ids=["check", "odds of a check"],
 )
-def test_world_commands_import_only_the_schema_validator(arguments: list[str]) -> None:
+def test_a_valid_world_is_checked_without_jsonschema(arguments: list[str]) -> None:
     loaded = imported_packages([str(INSTALLED), *arguments])
-    assert "jsonschema" in loaded  # the check is real: world files are validated against their schemas
-    assert not loaded & set(HEAVY[:-1]), f"gm {' '.join(arguments)} imported {sorted(loaded & set(HEAVY[:-1]))}"
+    assert not loaded & set(HEAVY), f"gm {' '.join(arguments)} imported {sorted(loaded & set(HEAVY))}"
+
+
+def test_a_broken_world_gets_jsonschema_s_words(tmp_path: Path) -> None:
+    """The quick yes (gm._quickschema) is a yes only: a file it refuses is told what is wrong by jsonschema."""
+    world = tmp_path / "broken"
+    shutil.copytree(WORLD, world)
+    data = json.loads((world / "dice.json").read_text(encoding="utf-8"))
+    data["checks"][0]["modifer"] = "nerve"
+    (world / "dice.json").write_text(json.dumps(data), encoding="utf-8")
+    environment = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    ran = subprocess.run(
+        [str(INSTALLED), "check", str(world)], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=120
+    )
+    assert ran.returncode == 1 and "did you mean 'modifier'?" in ran.stdout
+    assert "jsonschema" in {
+        line.rsplit("|", 1)[1].strip().split(".")[0] for line in ran.stderr.splitlines() if "|" in line
+    }
 
 
 def test_the_log_shows_a_heavy_command_for_what_it_is() -> None:
