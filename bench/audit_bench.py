@@ -28,7 +28,7 @@ From the project root, with the virtualenv active::
     python bench/audit_bench.py --postgres postgresql://postgres@127.0.0.1:5432/test
     python bench/audit_bench.py --rounds 200 --repeats 3      # smoke run
 
-The output is Markdown, ready to paste into a README; progress goes to stderr.
+The output is Markdown, ready to paste into docs/performance.md; progress goes to stderr.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ From the project root, with the virtualenv active::
     python bench/check_bench.py               # 7 runs of each
     python bench/check_bench.py --repeats 3
 
-The output is Markdown, ready to paste into a README.
+The output is Markdown, ready to paste into docs/performance.md.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ From the project root, with the virtualenv active (d20 and icepool installed)::
     python bench/dice_bench.py            # full run, several minutes
     python bench/dice_bench.py --quick    # smoke run: fewer repeats, shorter batches and timeout
 
-The output is Markdown (one table per part), ready to paste into a README.
+The output is Markdown (one table per part), ready to paste into docs/performance.md.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ From the project root, with the virtualenv active::
     python bench/fair_bench.py           # about a minute
     python bench/fair_bench.py --quick   # smoke run
 
-The output is Markdown, ready to paste into a README.
+The output is Markdown, ready to paste into docs/performance.md.
 """
 
 from __future__ import annotations

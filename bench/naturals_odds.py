@@ -9,7 +9,7 @@ targets given. For each target and edge it prints each band's exact chance from 
 (which counts through `gm.dice.joint`) with the naturals and without them (the same check with its
 naturals removed), and then checks both against a brute-force enumeration: every combination of
 faces rolled with `gm.dice.roll`, its kept faces read, its band found and stepped by hand here
-(a separate implementation of the README's rule). Any disagreement stops the script with exit 1.
+(a separate implementation of the rule in docs/dice-json.md). Any disagreement stops the script with exit 1.
 
 How to run
 ----------
@@ -18,7 +18,7 @@ From the project root, with the virtualenv active::
     python bench/naturals_odds.py                 # targets 8, 14 and 20
     python bench/naturals_odds.py --targets 11 25
 
-The output is Markdown, ready to paste into a README.
+The output is Markdown, ready to paste into docs/performance.md.
 """
 
 from __future__ import annotations

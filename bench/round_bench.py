@@ -42,7 +42,7 @@ From the project root, with the virtualenv active::
     python bench/round_bench.py --quick     # smoke run: 120 rounds, windows of 30 rounds
     python bench/round_bench.py --rounds 300
 
-The output is Markdown, ready to paste into a README; progress goes to stderr.
+The output is Markdown, ready to paste into docs/performance.md; progress goes to stderr.
 """
 
 from __future__ import annotations

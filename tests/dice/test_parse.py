@@ -20,7 +20,7 @@ def test_unexpected_character_message_is_exact() -> None:
 
 
 def test_keep_too_many_message_is_exact() -> None:
-    # As the README shows it.
+    # As docs/dice-notation.md shows it.
     with pytest.raises(DiceLimitError) as caught:
         parse("4d6kh5")
     assert str(caught.value) == "4d6kh5: 'kh5' at column 4 would keep 5 of 4 dice, expected a count from 1 to 4"

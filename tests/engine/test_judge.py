@@ -34,7 +34,7 @@ def verdicts(*items: tuple[str, str, str]) -> str:
 HONEST = verdicts(("Odile", "failed", "the pick snaps"), ("Bram", "partial", "half asleep"))
 
 
-# What counts as a contradiction (the rules the README lists)
+# What counts as a contradiction (the rules docs/rounds.md lists)
 
 
 def telling(result: str, told_as: str, quote: str = "the lock gives with a click") -> Telling:

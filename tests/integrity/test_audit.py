@@ -226,7 +226,7 @@ def test_the_command_line_says_the_verdict_and_the_first_mismatch(
 def test_without_fair_dice_a_careful_forgery_shows_only_against_an_earlier_copy(
     store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """What the README says the chain cannot do alone: whoever can write the database can rewrite every
+    """What docs/integrity.md says the chain cannot do alone: whoever can write the database can rewrite every
     hash. A transcript saved before (`--since`) still shows it."""
     story = play_story(store, harbor, fair=False)
     earlier = tmp_path / "earlier.json"
