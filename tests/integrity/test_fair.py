@@ -34,7 +34,7 @@ STORY = "0123456789abcdef0123456789abcdef"
 
 
 def documented_face(key: bytes, story: str, roll: int, die: int, sides: int) -> int:
-    """The face as gm.integrity.fair's docstring (and docs/integrity.md) describe it, written again from the words alone."""
+    """The face as gm.integrity.fair's docstring and docs/integrity.md describe it, written again from their words."""
     limit = 2**32 - (2**32 % sides)
     block = 0
     while True:
