@@ -182,7 +182,7 @@ def _cell(text: str) -> str:
 
 
 def cli_page() -> str:
-    """`gm --help` and every subcommand's help, as the command prints them (80 columns)."""
+    """`gm --help` and every subcommand's help, as the command prints them (at 100 columns)."""
     from gm.cli import build_parser
 
     columns = os.environ.get("COLUMNS")
