@@ -15,6 +15,10 @@ reports the median wall time, the median CPU time (user + system of the child pr
 `os.wait4`), and the ratio of each to the floor's median. The goal (issue 36) is a wall ratio of at
 most 4.
 
+Every process runs with Python's bytecode caches on, written to a temporary folder of the bench's own
+(`PYTHONPYCACHEPREFIX`; `PYTHONDONTWRITEBYTECODE` is dropped), as a user's Python caches them after
+the first run: the first round, which fills the caches, is not counted.
+
 `--baseline DIR` runs the same commands with `DIR/.venv/bin/gm` (and `DIR/.venv/bin/python -c pass`
 as its floor) in the same rounds, with `DIR` as the working folder: each cell then reads "before -> after".
 
@@ -34,9 +38,11 @@ import argparse
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,10 +66,10 @@ class Samples:
     cpu: list[float] = field(default_factory=list)
 
 
-def run_once(command: list[str], folder: Path) -> tuple[float, float]:
+def run_once(command: list[str], folder: Path, environment: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of one run of `command` in `folder`; a failing command stops the bench."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, cwd=folder, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     assert process.stderr is not None
@@ -80,16 +86,20 @@ def measure(trees: dict[str, Path], rounds: int, seed: int) -> dict[str, dict[st
     samples = {name: {label: Samples() for label in [FLOOR, *(label for label, _ in COMMANDS)]} for name in trees}
     jobs = [(name, label, arguments) for name in trees for label, arguments in COMMANDS]
     shuffle = random.Random(seed)
+    caches = tempfile.mkdtemp(prefix="gm-startup-pycache-")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    environment["PYTHONPYCACHEPREFIX"] = caches  # caches as a user's Python keeps them, outside both trees
     for index in range(1 + rounds):  # the first round warms the disk cache and is not counted
         shuffle.shuffle(jobs)
         for name, label, arguments in jobs:
             venv = trees[name] / ".venv" / "bin"
             floor = [str(venv / "python"), "-c", "pass"]
             for measured, command in ((FLOOR, floor), (label, [str(venv / "gm"), *arguments])):
-                wall, cpu = run_once(command, trees[name])
+                wall, cpu = run_once(command, trees[name], environment)
                 if index > 0:
                     samples[name][measured].wall.append(wall)
                     samples[name][measured].cpu.append(cpu)
+    shutil.rmtree(caches, ignore_errors=True)
     return samples
 
 

@@ -10,14 +10,12 @@ the schema shipped in the package.
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from gm import dice
 from gm.errors import ProblemsError
-from gm.problems import Problem, SchemaCheck, document_order, text_problems
+from gm.problems import Problem, SchemaCheck, document_order, shipped_schema, text_problems
 from gm.rules.checks import Band, Check, Rules
 from gm.rules.coverage import coverage_problems
 from gm.rules.tabletop import build_table, table_problems
@@ -26,9 +24,7 @@ from gm.rules.tabletop import build_table, table_problems
 @cache
 def dice_schema() -> dict[str, Any]:
     """The JSON Schema of dice.json, shipped in the package (the editor uses it too)."""
-    text = resources.files("gm").joinpath("schemas/dice.schema.json").read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
+    return shipped_schema("dice.schema.json")
 
 
 @cache

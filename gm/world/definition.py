@@ -17,17 +17,15 @@ A world without dice.json has no checks, which is fine.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal
 
 from gm.errors import CharacterCannotRoll, ProblemsError, UnknownCharacter, UnknownCheck
-from gm.problems import Problem, SchemaCheck, document_order, member_path, text_problems
+from gm.problems import Problem, SchemaCheck, document_order, member_path, shipped_schema, text_problems
 from gm.rules.checks import Check, Rules
 from gm.rules.coverage import coverage_problems
 from gm.rules.validation import parse_rules
@@ -120,9 +118,7 @@ def modifier_for(check: Check, character: Character) -> int:
 @cache
 def world_schema() -> dict[str, Any]:
     """The JSON Schema of world.json, shipped in the package (the editor uses it too)."""
-    text = resources.files("gm").joinpath("schemas/world.schema.json").read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
+    return shipped_schema("world.schema.json")
 
 
 @cache
