@@ -27,7 +27,7 @@ from gm.web.app import create_app
 
 RESPONSE = load_validator(SCHEMAS / "chat-completion-response.schema.json")
 REQUEST = load_validator(SCHEMAS / "chat-completion-request.schema.json")
-MARKER = re.compile(r"<!-- gm-story ([0-9a-f]{32}) (\S+) (\d+) -->")
+MARKER = re.compile(r"^\[gm-story\]: #gm-story-([0-9a-f]{32})-(\d+)-([A-Za-z0-9_-]{16})$", re.MULTILINE)
 
 
 @dataclass
@@ -118,10 +118,11 @@ def streamed(served: Served, messages: list[dict[str, Any]], model: str = "gm/ha
 
 
 def marker_of(answer: str) -> tuple[str, str, int]:
+    """The story id, seal and round count of the one marker ending an answer."""
     found = MARKER.findall(answer)
-    assert len(found) == 1 and answer.rstrip().endswith("-->"), answer
-    story, token, rounds = found[0]
-    return story, token, int(rounds)
+    assert len(found) == 1 and MARKER.search(answer.rstrip().splitlines()[-1]), answer
+    story, rounds, seal = found[0]
+    return story, seal, int(rounds)
 
 
 def cards(answer: str) -> list[str]:

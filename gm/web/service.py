@@ -8,6 +8,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gm._lru import LRU
 from gm.engine.game import Game
@@ -72,11 +73,15 @@ class Service:
         fair: bool = False,
         player_seed: str | None = None,
         dice_from: str = "engine",
+        extra: dict[str, Any] | None = None,
     ) -> tuple[str, str]:
-        """Start a story; returns its id and its secret token (shown once, stored only as a hash)."""
+        """Start a story; returns its id and its secret token (shown once, stored only as a hash).
+
+        `extra` settings are kept with the story's own (the chat endpoint's `chat_opening` and `chat_hint`)."""
         world = self.world(world_name)
         token = secrets.token_urlsafe(32)
-        settings = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
+        settings: dict[str, Any] = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
+        settings |= extra or {}
         if dice_from != "engine":
             settings["dice_from"] = dice_from
         token_hash = hash_token(token)
