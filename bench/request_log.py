@@ -5,7 +5,8 @@
 Every request is forwarded as it came (method, path, query, body, headers but Host) and its answer is
 streamed back as it arrives, so a front end's "stop" reaches gm as a closed connection, as it would
 without the proxy. Each line of the log holds the time, method, path, the headers a front end chose
-(Authorization is written as present or not, never its value), the JSON body, and the answer's status.
+(Authorization is written as present or not, never its value), the JSON body, the answer's status and
+gm's answer (the completion's text, streamed or not, or its error).
 `bench/front_ends.py` runs it; the fixtures under tests/web/compat/fixtures/ came from its logs.
 """
 
@@ -33,6 +34,32 @@ def chosen_headers(headers: Any) -> dict[str, str]:
             kept[lower] = value
     kept["authorization"] = "present" if "authorization" in {name.lower() for name in headers} else "absent"
     return kept
+
+
+MAX_ANSWER = 1 << 20
+
+
+def answer_text(body: bytes) -> str | dict[str, Any] | None:
+    """What gm answered: a completion's content (streamed or not), or its error object, or None."""
+    text = body.decode("utf-8", "replace")
+    if text.startswith("data:") or "\ndata:" in text:
+        content, error = "", None
+        for line in text.splitlines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            event = json.loads(line[6:])
+            if "error" in event:
+                error = event["error"]
+            for choice in event.get("choices") or []:
+                content += (choice.get("delta") or {}).get("content") or ""
+        return error if error is not None else content
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(parsed, dict) and parsed.get("choices"):
+        return parsed["choices"][0]["message"]["content"]
+    return parsed.get("error") if isinstance(parsed, dict) else None
 
 
 def make_app(target: str, log_path: Path) -> web.Application:
@@ -68,9 +95,12 @@ def make_app(target: str, log_path: Path) -> web.Application:
                     if name.lower() not in SKIPPED and name.lower() != "content-encoding":
                         response.headers[name] = value
                 await response.prepare(request)
+                answer = bytearray()
                 async for piece in upstream.content.iter_any():
+                    answer += piece[: MAX_ANSWER - len(answer)]
                     await response.write(piece)
                 await response.write_eof()
+                entry["answer"] = answer_text(bytes(answer))
         except (asyncio.CancelledError, ConnectionResetError):
             entry["cancelled"] = True  # the front end went away: the upstream request is closed with it
             raise
@@ -93,7 +123,9 @@ def main() -> None:
     parser.add_argument("--log", type=Path, required=True)
     arguments = parser.parse_args()
     host, _, port = arguments.listen.rpartition(":")
-    web.run_app(make_app(arguments.to.rstrip("/"), arguments.log), host=host, port=int(port), print=None)
+    app = make_app(arguments.to.rstrip("/"), arguments.log)
+    # handler_cancellation: a front end that closes its connection (its Stop) closes the one to gm at once too.
+    web.run_app(app, host=host, port=int(port), print=None, handler_cancellation=True)
 
 
 if __name__ == "__main__":

@@ -89,8 +89,12 @@ class StoryTables(Tables):
         with self.session() as session:
             if session.get(Story, wanted) is not None:
                 return wanted
-            if len(wanted) < SHORT_ID or not ID_PREFIX.match(wanted):
+            if not ID_PREFIX.match(wanted):
                 raise StoryNotFound(typed)
+            if len(wanted) < SHORT_ID:
+                raise AmbiguousStory(
+                    f"'{wanted}' is too short to name a story; type at least {SHORT_ID} characters of its id"
+                )
             query = select(Story.id).where(col(Story.id).startswith(wanted)).order_by(col(Story.id)).limit(2)
             found = list(session.exec(query))
         if not found:

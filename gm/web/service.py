@@ -42,7 +42,7 @@ class Service:
     game: Game
     worlds_dir: Path
     api_token: str | None = None  # GM_API_TOKEN: when set, needed to create stories
-    # A story's token hash never changes, nor does a story go away, so a hash once read stays true.
+    # A story's token hash never changes, so a hash once read stays true until the story is deleted (`forget`).
     _tokens: LRU[str, str] = field(default_factory=lambda: LRU(CACHED_TOKENS), repr=False)
     _worlds: LoadedWorlds = field(default_factory=LoadedWorlds, repr=False)  # checked once per content, not per story
 
@@ -88,6 +88,11 @@ class Service:
         story_id = self.game.begin(world, settings=settings, token_hash=token_hash, fair=fair, player_seed=player_seed)
         self._tokens.put(story_id, token_hash)
         return story_id, token
+
+    async def forget(self, story_id: str, *, force: bool = False) -> None:
+        """Delete the story (`Game.delete`), and the token hash kept of it."""
+        await self.game.delete(story_id, force=force)
+        self._tokens.pop(story_id)
 
     def check_api_token(self, given: str | None) -> None:
         if self.api_token is None:

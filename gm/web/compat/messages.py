@@ -67,6 +67,10 @@ LOST_MARKER = (
     "This chat has lost gm's story marker (the line [gm-story]: ... at the end of gm's answers), so gm cannot "
     "tell which story it belongs to; start a new chat to begin a new story."
 )
+FORKED = (
+    "This chat was forked from another chat, whose story it cannot share: gm does not branch a story yet, "
+    "so play on in the chat it came from, or start a new chat for a new story."
+)
 NOTHING_TO_CONTINUE = (
     "gm's answers are whole, so there is nothing to continue; write what you do next, or swipe for a new telling."
 )
@@ -190,8 +194,9 @@ def read_request(messages: Sequence[Any]) -> ChatRequest:
             before, seen_player = texts[at], True
         elif role == "assistant":
             mark = find_marker(texts[at])
-            if mark is None and seen_player and not _gm_without_story(texts[at]):
-                request.unmarked_answers += 1  # a greeting before the first message is the front end's
+            # A greeting before the first message is the front end's; an empty answer is one the player stopped.
+            if mark is None and seen_player and texts[at].strip() and not _gm_without_story(texts[at]):
+                request.unmarked_answers += 1
                 request.unmarked_texts.append(texts[at])
             if mark is not None:
                 request.markers.append(mark)

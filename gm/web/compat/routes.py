@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import hmac
 import json
@@ -39,6 +38,7 @@ from gm.web.api import ServiceDep, TokenDep
 from gm.web.compat.messages import (
     CONNECTED,
     EDITS_NOTICE,
+    FORKED,
     LOST_MARKER,
     NOTHING_TO_CONTINUE,
     REWRITES,
@@ -138,9 +138,11 @@ async def chat_completions(
         raise CompatError("gm answers one choice per request; set n to 1")
     name = parse_model(body.model)
     if is_connection_check(body.messages, body.stream):
-        await app.game.store.off_loop(app.world, name.world)  # an unknown world is a 404 here too
+        if name.world not in await app.game.store.off_loop(app.world_names):
+            raise NotFound(f"there is no model '{model_id(name.world)}'; GET /v1/models lists gm's models")
         return _completion(body.model, CONNECTED, "Hi")
-    play = ChatPlay(app, name, read_request(body.messages), chat_hint(request.headers))
+    peer = request.client.host if request.client is not None else ""
+    play = ChatPlay(app, name, read_request(body.messages), chat_hint(request.headers), peer=peer)
     usage = bool((body.stream_options or {}).get("include_usage"))
     target = await play.prepare()  # every refusal (a busy story's 409 too) comes before a stream starts
     if body.stream:
@@ -202,11 +204,14 @@ Prepared = Target | None  # None: an Open WebUI background task, which plays not
 class ChatPlay:
     """One request of a chat: which story it plays, then the round or command it asks for."""
 
-    def __init__(self, app: Service, name: ModelName, chat: ChatRequest, hint: str | None = None) -> None:
+    def __init__(
+        self, app: Service, name: ModelName, chat: ChatRequest, hint: str | None = None, *, peer: str = ""
+    ) -> None:
         self.app = app
         self.name = name
         self.chat = chat
         self.hint = hint
+        self.peer = peer  # the client's address: without a chat id, chats of other clients are never taken as this
 
     async def prepare(self) -> Prepared:
         """The chat's story: the one its newest marker opens, the one a chat without a marker began, or none yet
@@ -251,6 +256,11 @@ class ChatPlay:
         if marker is None:
             return self._without_marker()
         story = self._open(marker)
+        known = story.settings.get("chat_hint")
+        if self.hint is not None and known is not None and known != self.hint:
+            raise CompatError(FORKED)  # another chat's story: two chats never play one story in turns
+        if self.hint is not None and known is None:  # a story begun before its front end sent chat ids
+            self.app.game.store.update_settings(story.id, {"chat_hint": self.hint})
         if self.name.dice is not None and story.settings.get("dice") != self.name.dice:
             self.app.game.store.update_settings(story.id, {"dice": self.name.dice})
             story = self.app.game.store.story(story.id)
@@ -300,8 +310,9 @@ class ChatPlay:
 
     def _opening_key(self) -> str:
         """The digest a chat without a marker is found by: its chat id where the front end sends one (Open WebUI),
-        else the history up to the player's message (SillyTavern: the system prompt, the card, the greeting)."""
-        basis = f"chat\x1f{self.hint}" if self.hint is not None else f"history\x1f{self.chat.opening}"
+        else the client's address and the history up to the player's first message (SillyTavern: the system
+        prompt, the card, the greeting, the first words)."""
+        basis = f"chat\x1f{self.hint}" if self.hint is not None else f"history\x1f{self.peer}\x1f{self.chat.opening}"
         return hashlib.sha256(f"{self.name.world}\x1f{basis}".encode()).hexdigest()[:32]
 
     def _begun(self, opening: str) -> Story | None:
@@ -364,9 +375,8 @@ class ChatPlay:
         return self.app.game.store.story(story_id)
 
     async def _forget(self, story_id: str) -> None:
-        store = self.app.game.store
         try:
-            await store.off_loop(functools.partial(store.delete_story, story_id, force=True))
+            await self.app.forget(story_id, force=True)
         except Exception:
             log.warning("story %s: its unfinished first round's story could not be removed", story_id, exc_info=True)
 
