@@ -315,12 +315,12 @@ def test_edits_are_noticed_once_and_the_story_plays_on(store: Store, worlds: Pat
         second = chat(served, [user("a"), gm(first), user("b")])
         edited = [user("a, edited"), gm(first), user("b"), gm(second)]
         third = chat(served, [*edited, user("c")])
-        assert third.startswith(EDITS_NOTICE.format(rounds=2) + "\n\nThree.")
+        assert third.startswith(EDITS_NOTICE.format(rounds=3) + "\n\nThree.")
         fourth = chat(served, [*edited, user("c"), gm(third), user("d")])
         assert fourth.startswith("Four.")
         # gm's answer to "d" deleted, and something else said instead: not a swipe, and noticed once
         fifth = chat(served, [*edited, user("c"), gm(third), user("e")])
-        assert fifth.startswith(EDITS_NOTICE.format(rounds=4) + "\n\nFive.")
+        assert fifth.startswith(EDITS_NOTICE.format(rounds=5) + "\n\nFive.")
         story = marker_of(first)[0]
         assert [r.player_text for r in store.rounds(story)] == ["a", "b", "c", "d", "e"]
 

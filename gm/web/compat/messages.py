@@ -76,7 +76,7 @@ NOTHING_TO_CONTINUE = (
 )
 EDITS_NOTICE = (
     "*(gm: an earlier message of this chat was edited, removed or swapped for another version; "
-    "gm's story keeps what was played and rolled, and goes on from its round {rounds}.)*"
+    "gm's story keeps what was played and rolled, and this is its round {rounds}.)*"
 )
 
 DiceSetting = Literal["shown", "hidden"]
@@ -140,6 +140,7 @@ class ChatRequest:
     player_messages: int = 0
     unmarked_answers: int = 0  # answers after the player's first message that carry no marker
     unmarked_texts: list[str] = field(default_factory=list)  # those answers
+    after_marker: list[str] = field(default_factory=list)  # unmarked answers after the newest marked one
     is_task: bool = False  # an Open WebUI background task, not a player's message
     answered: bool = False  # gm's answer already follows the player's last message (a "continue")
     rewrite: str | None = None  # "Add Details" and the like: how to tell gm's newest answer again
@@ -201,6 +202,9 @@ def read_request(messages: Sequence[Any]) -> ChatRequest:
             if mark is not None:
                 request.markers.append(mark)
                 request.told.append(Told(before, texts[at], mark))
+                request.after_marker = []
+            elif texts[at].strip() and seen_player:
+                request.after_marker.append(texts[at])
             before = None
     wording = " ".join(request.player_text.lower().split()).rstrip(".!")
     if wording in REWRITES and last_user > 0 and roles[last_user - 1] == "assistant":
@@ -214,11 +218,12 @@ def read_request(messages: Sequence[Any]) -> ChatRequest:
 
 def opening_digest(roles: Sequence[str], texts: Sequence[str]) -> str:
     """A digest of how a chat began: its messages up to the first player message played as a round, leaving out
-    gm's answers that belong to no story and the commands they answered. Taken when its story starts, and again
-    from a later history that lost its markers, it is the same."""
+    system messages (SillyTavern trims its card's examples as a chat grows), gm's answers that belong to no
+    story and the commands they answered. Taken when its story starts, and again from a later history that
+    lost its markers, it is the same."""
     seen: list[str] = []
     for role, text in zip(roles, texts, strict=False):
-        if role == "assistant" and _gm_without_story(text):
+        if role not in ("user", "assistant") or (role == "assistant" and _gm_without_story(text)):
             continue
         if role == "user" and _is_command_text(text):
             continue

@@ -265,8 +265,23 @@ class ChatPlay:
             self.app.game.store.update_settings(story.id, {"dice": self.name.dice})
             story = self.app.game.store.story(story.id)
         assert story.token_hash is not None  # `_open` opens only stories with a token
-        swipe = self._is_swipe(story)
-        return Target(story, story.token_hash, swipe=swipe, notice=self._notice(story, swipe))
+        told = self._told_rounds(story, marker)
+        swipe = self._is_swipe(story, told)
+        return Target(story, story.token_hash, swipe=swipe, notice=self._notice(story, swipe, told))
+
+    def _told_rounds(self, story: Story, marker: Marker) -> int:
+        """How many of the story's rounds the history holds: the newest marker's count, and one more for each
+        answer after it that is the next round's narration (its marker cut out in an edit box)."""
+        told = marker.rounds
+        if not self.chat.after_marker:
+            return told
+        later = {record.number: record for record in self.app.game.store.rounds(story.id, after=told)}
+        for answer in self.chat.after_marker:
+            record = later.get(told + 1)
+            if record is None or " ".join(shown_narration(record.narration).split()) not in " ".join(answer.split()):
+                break
+            told += 1
+        return told
 
     def _open(self, marker: Marker) -> Story:
         """The story a marker opens: its seal (or, in an older marker, its token) must be the story's."""
@@ -306,7 +321,7 @@ class ChatPlay:
             return Target(story, story.token_hash, swipe=True)  # the first answer, told again with its dice
         if self.hint is None:  # no chat id to say it is this chat: a new chat that begins the same way
             return Target(None, opening=opening)
-        return Target(story, story.token_hash, notice=EDITS_NOTICE.format(rounds=story.rounds))
+        return Target(story, story.token_hash, notice=EDITS_NOTICE.format(rounds=story.rounds + 1))
 
     def _opening_key(self) -> str:
         """The digest a chat without a marker is found by: its chat id where the front end sends one (Open WebUI),
@@ -408,11 +423,10 @@ class ChatPlay:
             )
         return "No round has been played yet: say what you do.\n\n" + opening_marker(self.name.world)
 
-    def _is_swipe(self, story: Story) -> bool:
+    def _is_swipe(self, story: Story, told: int) -> bool:
         """A swipe: the history stops before the newest round's answer and ends with that round's player text."""
-        marker = self.chat.marker
-        if marker is None or story.rounds == 0 or marker.rounds != story.rounds - 1:
-            return False  # a chat without a marker is a new story, whatever it says
+        if story.rounds == 0 or told != story.rounds - 1:
+            return False
         last = self.app.game.store.round(story.id, story.rounds)
         return last is not None and same_text(last.player_text, self.chat.player_text)
 
@@ -433,7 +447,7 @@ class ChatPlay:
         rolls = RoundPublic.from_record(last, self.app.game.world(story.id)).rolls
         return "\n\n".join(dice_card(roll, opened_now=True) for roll in rolls)
 
-    def _notice(self, story: Story, swipe: bool) -> str:
+    def _notice(self, story: Story, swipe: bool, held: int) -> str:
         """One line, once per change, when the history no longer holds the story as gm told it."""
         store = self.app.game.store
         own = [told for told in self.chat.told if told.marker.story_id == story.id and told.marker.rounds > 0]
@@ -447,16 +461,15 @@ class ChatPlay:
                 continue
             if not told_as_stored(told, record.player_text, record.narration):
                 changed.append(f"{told.marker.rounds}:{told.player_text}:{told.answer}")
-        marker = self.chat.marker
-        if marker is not None and marker.rounds < story.rounds and not swipe:  # gm's newer answers are gone
-            changed.append(f"dropped after {marker.rounds}")
+        if held < story.rounds and not swipe:  # gm's newer answers are gone
+            changed.append(f"dropped after {held}")
         if not changed:
             return ""
         signature = hashlib.sha256("\n".join(changed).encode("utf-8", "surrogatepass")).hexdigest()[:16]
         if story.settings.get("chat_edits") == signature:
             return ""
         store.update_settings(story.id, {"chat_edits": signature})
-        return EDITS_NOTICE.format(rounds=story.rounds)
+        return EDITS_NOTICE.format(rounds=story.rounds + 1)
 
 
 START = object()  # `/start` (or `/begin`): a chat's first answer without a round, so every answer has a marker
