@@ -27,6 +27,7 @@ Exit status 1 if any check failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -100,7 +101,8 @@ def install(arguments: argparse.Namespace) -> tuple[Path, Path]:
     tavern = work / "sillytavern"
     if not (tavern / "node_modules").is_dir():
         if not tavern.is_dir():
-            run_command(["git", "clone", "-q", "--branch", arguments.sillytavern_ref, arguments.sillytavern_repo, str(tavern)])
+            source = arguments.sillytavern_repo
+            run_command(["git", "clone", "-q", "--branch", arguments.sillytavern_ref, source, str(tavern)])
         run_command(["npm", "ci", "--no-audit", "--no-fund"], cwd=tavern)
     config = (tavern / "default" / "config.yaml").read_text()
     for old, new in {
@@ -141,7 +143,8 @@ def services(arguments: argparse.Namespace, venv: Path, tavern: Path) -> Iterato
 
     def start(name: str, command: list[str], **options: Any) -> None:
         log = (work / f"{name}.log").open("wb")
-        started.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **options))
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **options)
+        started.append(process)
 
     gm = [sys.executable, "-m", "gm.cli", "serve", "--model", "rehearsal", "--rehearsal-delay", "2"]
     start("gm", [*gm, "--port", str(GM_PORT), "--worlds", str(ROOT / "worlds")], env=environment, cwd=ROOT)
@@ -185,12 +188,8 @@ def services(arguments: argparse.Namespace, venv: Path, tavern: Path) -> Iterato
                 process.wait(timeout=20)
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    try:
-        yield
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
+def _quiet() -> contextlib.suppress:
+    return contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired)
 
 
 # What gm did: the stories before and after an action
@@ -261,7 +260,8 @@ def act(run: Run, database: str, front_end: str, chat: str, action: str, work: C
     note = work() or ""
     time.sleep(1.0)  # the front end's background tasks, if any
     seen, _ = requests_seen(run)
-    row = Row(front_end, chat, action, seen, (what_changed(before, story_state(database)) + (f"; {note}" if note else "")))
+    did = what_changed(before, story_state(database)) + (f"; {note}" if note else "")
+    row = Row(front_end, chat, action, seen, did)
     run.rows.append(row)
     print(f"    sent: {row.seen}\n    gm:   {row.did}", flush=True)
     return row

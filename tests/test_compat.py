@@ -16,10 +16,10 @@ import pytest
 from compat import REQUEST, cards, chat, gm_server, marker_of, streamed
 from rounds import narrate_roll, roll_mara
 
+from gm.engine.prompt import read_player_turn
 from gm.store import Store
 from gm.testing import Step, call, http_error, reply, slow
 from gm.testing._openai_schemas import problems
-from gm.engine.prompt import read_player_turn
 from gm.web.compat.messages import CONNECTED, EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
 
 

@@ -14,11 +14,11 @@ from gm.web.compat.messages import (
     is_connection_check,
     marker_text,
     opening_marker,
-    seal,
     parse_model,
     player_command_text,
     read_request,
     same_text,
+    seal,
 )
 
 
