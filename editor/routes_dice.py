@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
 from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json, read_regular
-from gm.rules.checks import validate
+from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .checking import Findings, check_dice

@@ -26,11 +26,11 @@ from gm.cli import main
 from gm.engine.transcript import transcript
 from gm.errors import OperatorError
 from gm.integrity.audit import audit
-from gm.integrity.chain import genesis, roll_hash
 from gm.integrity.seeds import dice_for, reveal, stamped
 from gm.rules.checks import band_for, read_value
 from gm.store import RollRecord, RoundRecord, Store, Story
 from gm.testing import Request, Step, call, http_error
+from gm.transcript.chain import genesis, roll_hash
 from gm.transcript.shapes import RollPublic, TranscriptPublic
 from gm.world.definition import world_from_data
 

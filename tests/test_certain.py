@@ -23,7 +23,8 @@ from gm.rules.chances import (
     refusal,
     uncertain_targets,
 )
-from gm.rules.checks import Band, Check, CheckRollError, parse_rules
+from gm.rules.checks import Band, Check, CheckRollError
+from gm.rules.validation import parse_rules
 
 SMALL = {"max_terms": 2, "max_dice": 4, "max_sides": 8, "max_constant": 10, "max_outcomes": 4096}
 RESULTS = ("succeeded", "partial", "failed")

@@ -16,9 +16,9 @@ from sqlalchemy.engine import Engine
 
 from gm.engine.transcript import transcript
 from gm.integrity.audit import audit
-from gm.integrity.chain import genesis, roll_hash
 from gm.store import Store, make_engine
 from gm.store.migrations import upgrade
+from gm.transcript.chain import genesis, roll_hash
 from gm.transcript.shapes import RollPublic
 
 WORLD = {

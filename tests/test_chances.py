@@ -12,7 +12,8 @@ import pytest
 from conftest import HARBOR_DICE, write_world
 
 from gm.rules.chances import check_odds
-from gm.rules.checks import CheckRollError, parse_rules
+from gm.rules.checks import CheckRollError
+from gm.rules.validation import parse_rules
 from gm.transcript.shapes import RollPublic
 from gm.world.loading import load_world
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from rounds import narrate_roll, table
 
 from gm.editor import create_app
-from gm.rules.checks import validate
+from gm.rules.validation import validate
 from gm.store import Store
 from gm.testing import call
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from strategies import DiceSpec, Spec, brute_force, notations
 
 from gm import dice
-from gm.rules.checks import parse_rules
+from gm.rules.validation import parse_rules
 
 SMALL = {"max_terms": 3, "max_dice": 5, "max_sides": 8, "max_constant": 20, "max_outcomes": 4096}
 

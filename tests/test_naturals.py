@@ -10,8 +10,8 @@ import pytest
 
 from gm import dice
 from gm.rules.chances import certain, check_odds, uncertain_targets
-from gm.rules.checks import parse_rules, validate
 from gm.rules.naturals import read_roll
+from gm.rules.validation import parse_rules, validate
 
 # Listed from the lowest values to the highest, so a step up is the next band in this list.
 FIVE_BANDS: list[dict[str, Any]] = [

@@ -25,7 +25,8 @@ from gm.engine.round import RoundResult
 from gm.errors import RoundFailed
 from gm.rehearsal._checks import catch_all, choose_check, is_catch_all, ranked_checks, score, stem, words
 from gm.rehearsal.model import RehearsalModel, RehearsalStuck
-from gm.rules.checks import Check, parse_rules
+from gm.rules.checks import Check
+from gm.rules.validation import parse_rules
 from gm.store import Store
 from gm.transcript.shapes import OutcomePublic, RoundPublic
 from gm.world.loading import load_world

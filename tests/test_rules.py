@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from gm.problems import Problem, ProblemsError
-from gm.rules.checks import BandGapError, CheckRollError, Rules, parse_rules, resolve, validate
+from gm.rules.checks import BandGapError, CheckRollError, Rules, resolve
+from gm.rules.validation import parse_rules, validate
 from gm.world.loading import load_rules
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "dice.json"

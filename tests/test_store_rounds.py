@@ -20,10 +20,10 @@ from sqlalchemy import event
 from sqlmodel import Session, select
 
 from gm.errors import LeaseLost
-from gm.integrity.chain import roll_hash
 from gm.store import Attempt, MemoryEntry, RollRecord, RoundRecord, Store, Story, make_engine
 from gm.store._workers import Workers
 from gm.testing import calls, reply, tool_call
+from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic
 
 

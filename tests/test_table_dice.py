@@ -29,9 +29,9 @@ from gm.engine.transcript import transcript
 from gm.engine.typed_dice import WrongFaces
 from gm.errors import Conflict
 from gm.integrity.audit import audit
-from gm.integrity.chain import roll_hash
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Request, Step, honest_judge, is_judge_request, reply
+from gm.transcript.chain import roll_hash
 
 QUESTION = "Roll 1d20 for Risky attempt, Mara: type the faces"
 PLAYER = {"dice_from": "player"}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gm.problems import Problem, ProblemsError
-from gm.rules.checks import parse_rules
+from gm.rules.validation import parse_rules
 from gm.world.definition import Character, CharacterCannotRoll, World, modifier_for, validate_world, world_from_data
 from gm.world.loading import check_world, load_world
 

@@ -39,7 +39,7 @@ from gm.store._stories import BUSY as BUSY
 from gm.store._stories import Claim, LeaseBusy
 
 if TYPE_CHECKING:
-    from gm.engine.round import RoundSettings
+    from gm.engine._attempt import RoundSettings
 
 log = logging.getLogger(__name__)
 

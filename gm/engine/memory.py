@@ -45,6 +45,7 @@ from sqlalchemy.engine import Connection
 
 from gm._lru import LRU
 from gm._text import storable
+from gm.engine._model_calls import model_call_from
 from gm.engine.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
 from gm.errors import OperatorError, UsageError
 from gm.models.client import ChatModel, Completion, ModelError
@@ -52,7 +53,7 @@ from gm.models.completion import strip_reasoning
 from gm.store import Store, StoryState
 from gm.store._batch import Batch
 from gm.store._rounds import memories_between, memories_between_queued, newest_rounds_queued, rounds_numbered
-from gm.store.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_from
+from gm.store.records import MemoryEntry, ModelCall, RoundRecord, Story
 from gm.world.calendar import calendar_time
 
 log = logging.getLogger(__name__)

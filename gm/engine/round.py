@@ -39,6 +39,7 @@ from gm.engine._attempt import (
     roll_writer,
 )
 from gm.engine._failing import end_failed
+from gm.engine._model_calls import model_call_from
 from gm.engine.judge import Judge
 from gm.engine.lease import RoundLease
 from gm.engine.paused import keep_paused
@@ -48,7 +49,7 @@ from gm.engine.tools.running import DATABASE_TOOLS, Narration, RoundTools, round
 from gm.engine.typed_dice import FacesNeeded
 from gm.errors import ModelRetry, RoundFailed
 from gm.models.client import ChatModel, ToolCall
-from gm.store import RollRecord, Store, model_call_from
+from gm.store import RollRecord, Store
 from gm.store._commit_groups import when_durable
 from gm.store._rounds import NOTHING_TO_REGENERATE as NOTHING_TO_REGENERATE  # where the web API finds it
 from gm.transcript.shapes import QuestionPublic

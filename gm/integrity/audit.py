@@ -7,7 +7,7 @@ what `gm.engine.transcript.transcript` reads from the database) and checks, in t
    modifier, value, band, result, critical and void are what the dice and the dice.json copied into
    the story make of them (with its edge's dice, its opponent's modifier and its naturals:
    `gm.integrity._audit_checks`); in a fair story, its faces are those its revealed seed derives (gm.integrity.fair);
-   and its `prev_hash` is the hash of the roll before it (gm.integrity.chain), so an edited, deleted or
+   and its `prev_hash` is the hash of the roll before it (gm.transcript.chain), so an edited, deleted or
    inserted roll breaks the chain. The last hash must be the story's chain head.
 2. a fair story's seeds: each revealed seed hashes to its commitment, and the seeds cover the rolls
    one after another.
@@ -33,9 +33,10 @@ from gm import dice
 from gm._text import counted
 from gm.integrity import fair
 from gm.integrity._audit_checks import check_mismatches, expected_notation
-from gm.integrity.chain import genesis, roll_hash
 from gm.problems import ProblemsError
-from gm.rules.checks import Rules, parse_rules
+from gm.rules.checks import Rules
+from gm.rules.validation import parse_rules
+from gm.transcript.chain import genesis, roll_hash
 from gm.transcript.shapes import RollPublic, RoundPublic, TranscriptPublic
 
 # The fields a round's copy of a roll must share with the roll in the chain (the chain's own

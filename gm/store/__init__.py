@@ -50,7 +50,6 @@ from gm.store.records import (
     SeedRecord,
     Story,
     StoryBase,
-    model_call_from,
 )
 
 __all__ = [
@@ -75,7 +74,6 @@ __all__ = [
     "StoryState",
     "default_database_url",
     "make_engine",
-    "model_call_from",
 ]
 
 

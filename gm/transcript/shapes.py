@@ -35,7 +35,7 @@ current time, and each round's time when it ended. Both are null in a world with
 
 `kind` is `check` (roll_check), `dice` (roll_dice) or `player` (`/roll`); `dice` is the itemised
 line, such as "1d20 (14) = 14"; check fields are null for the other kinds. `seq` is the roll's place
-in the story's chain and `prev_hash` the hash of the roll before it (gm.integrity.chain);
+in the story's chain and `prev_hash` the hash of the roll before it (gm.transcript.chain);
 A check roll's table rules (issue 16): `edge` is `advantage` or `disadvantage` when the check's dice
 for it were rolled (then `notation` is those dice); an opposed check names its `opponent` and the
 opponent's modifier, rolls both sides as one notation (`1d20-1d20`: the actor's dice, then the
@@ -60,16 +60,53 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from gm.rules.card_odds import roll_chances
+from gm.rules.checks import Check
 from gm.world.calendar import story_time
+from gm.world.definition import World
 
-if TYPE_CHECKING:
-    from gm.rules.checks import Check
-    from gm.store.records import RollRecord, RoundRecord, SeedRecord, Story
-    from gm.world.definition import World
+
+class StoredRound(Protocol):
+    """What a round's shape is built from: the store's row of it (`gm.store.records.RoundRecord`)."""
+
+    number: int
+    player_text: str
+    narration: str
+    outcomes: list[dict[str, Any]]
+    rolls: list[dict[str, Any]]
+    refusals: list[str]
+    judgement: dict[str, Any] | None
+    clock: int | None
+
+
+class StoredStory(Protocol):
+    """What a story's shape is built from: the store's row of it (`gm.store.records.Story`)."""
+
+    id: str
+    title: str
+    created_at: datetime
+    rounds: int
+    settings: dict[str, Any]
+    fair: bool
+    clock: int | None
+    world_data: dict[str, Any]
+    ended_at: datetime | None
+
+
+class StoredSeed(Protocol):
+    """What a seed's shape is built from: the store's row of it (`gm.store.records.SeedRecord`)."""
+
+    epoch: int
+    commitment: str
+    seed: str
+    first_roll: int
+    last_roll: int | None
+    committed_at: datetime
+    revealed_at: datetime | None
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -108,9 +145,19 @@ def _chances(data: Mapping[str, Any], check: Check | None) -> list[ChancePublic]
     """Each band's chance for a check roll as it was rolled (target, modifiers, edge), or None."""
     if check is None or data.get("kind") != "check":
         return None
-    from gm.rules.card_odds import roll_chances  # the odds need the rules; this module only shapes data
-
-    return roll_chances(check, data)
+    chances = roll_chances(check, data)
+    if chances is None:
+        return None
+    return [
+        ChancePublic(
+            label=chance.label,
+            result=chance.result,
+            critical=chance.critical,
+            probability=chance.probability,
+            exact=chance.exact,
+        )
+        for chance in chances
+    ]
 
 
 class RollPublic(BaseModel):
@@ -155,7 +202,7 @@ class RollPublic(BaseModel):
 
     @classmethod
     def from_stored(
-        cls, stored: Mapping[str, Any] | RollRecord, world: World | None = None, *, unfinished: Collection[str] = ()
+        cls, stored: Mapping[str, Any] | BaseModel, world: World | None = None, *, unfinished: Collection[str] = ()
     ) -> RollPublic:
         """A roll from its record, or from the copy of it a round or memory keeps; `world` names the check,
         and a roll rolled by one of the `unfinished` attempts (failed, or cut short) is marked as such."""
@@ -247,7 +294,7 @@ class RoundPublic(BaseModel):
     time: str | None = None  # the same in words, on the world's calendar
 
     @classmethod
-    def from_record(cls, record: RoundRecord, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
+    def from_record(cls, record: StoredRound, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
         """A round from its record; `unfinished` are the story's attempts that failed or never finished."""
         return cls(
             number=record.number,
@@ -314,7 +361,7 @@ class StoryPublic(BaseModel):
     )
 
     @classmethod
-    def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
+    def from_record(cls, story: StoredStory, commitment: str | None = None) -> StoryPublic:
         judge: Literal["on", "off"] = "off" if story.settings.get("judge") == "off" else "on"
         return cls(
             id=story.id,
@@ -347,7 +394,7 @@ class SeedPublic(BaseModel):
     revealed_at: str | None = None
 
     @classmethod
-    def from_record(cls, record: SeedRecord) -> SeedPublic:
+    def from_record(cls, record: StoredSeed) -> SeedPublic:
         revealed = record.revealed_at is not None
         return cls(
             epoch=record.epoch,

@@ -30,9 +30,10 @@ from jsonschema import Draft202012Validator
 
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems, text_problems
-from gm.rules.checks import Check, Rules, parse_rules
-from gm.rules.checks import validate as validate_dice
+from gm.rules.checks import Check, Rules
 from gm.rules.coverage import coverage_problems
+from gm.rules.validation import parse_rules
+from gm.rules.validation import validate as validate_dice
 from gm.world.calendar import Calendar, calendar_from_data, calendar_problems
 
 MAX_MODIFIER = 1_000_000  # as for a notation's constants and a target, so a roll's value always fits its column
