@@ -93,12 +93,19 @@ class Chat:
         not kept."""
         story = self.game.store.story(self.story_id)
         left = "Interrupted. " if interrupted else ""
-        if self.new and story.rounds == 0 and story.ended_at is None:
+        if self.new and story.rounds == 0 and story.ended_at is None and await self._untouched():
             await self.game.delete(self.story_id, force=True)
             return f"{left}No round was played, so the story was not kept."
         if story.ended_at is not None:
             return f"{left}The story has ended; read it with: gm show {self.story_id}"
         return f"{left}The story is saved; continue it with: gm play --story {self.story_id}"
+
+    async def _untouched(self) -> bool:
+        """Whether nothing at all happened in the story: no roll, and no round waiting for the player's dice."""
+        store = self.game.store
+        rolls = await store.off_loop(store.story_rolls, self.story_id)
+        waiting = await store.off_loop(question_of, store, self.story_id)
+        return not rolls and waiting is None
 
     async def prompt_line(self) -> str | None:
         """The player's next line at a terminal, edited with prompt_toolkit; None at Ctrl-D."""
