@@ -94,6 +94,7 @@ class AuditReport:
         0  # secret rolls not yet revealed (gm.integrity.secret): their place in the chain is checked, not their dice
     )
     mismatches: list[Mismatch] = field(default_factory=list)
+    forked_from: str = ""  # "story P at round K, its first N rolls" for a forked story (gm.store._forks)
 
     @property
     def ok(self) -> bool:
@@ -111,6 +112,8 @@ class AuditReport:
         )
         if self.sealed:
             said += f"; {counted(self.sealed, 'secret roll')} sealed until revealed"
+        if self.forked_from:
+            said += f"; forked from {self.forked_from}, whose chain it goes on"
         if self.fair:
             said += f"; {counted(self.derived, 'fair roll')} derived again from revealed seeds"
             if self.unrevealed:
@@ -150,6 +153,14 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
     rules = _rules(integrity.dice, report)
     keys = _seed_keys(transcript, report)
     previous = genesis(story.id)
+    forked = integrity.forked_from
+    if forked is not None:  # a fork's chain goes on from its parent's rolls, which come first (gm.store._forks)
+        report.forked_from = (
+            f"story {forked.get('story')} at round {forked.get('round')} "
+            f"(its first {counted(int(forked.get('rolls') or 0), 'roll')})"
+        )
+        if forked.get("rolls"):
+            previous = genesis(str(forked.get("origin")))
     for place, roll in enumerate(integrity.rolls, 1):
         where = f"roll {roll.seq if roll.seq is not None else '?'} (id {roll.id})"
         found: list[str] = []

@@ -34,6 +34,7 @@ from gm.store._base import (
     StoryNotFound,
 )
 from gm.store._batch import reset_batched_connections
+from gm.store._forks import FORKED_FROM, ForkTables
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
 from gm.store._rounds import Opened, RoundTables, StoryState
@@ -54,6 +55,7 @@ from gm.store.records import (
 
 __all__ = [
     "ABANDONED",
+    "FORKED_FROM",
     "LEASE_LOST",
     "SHORT_ID",
     "AmbiguousStory",
@@ -136,7 +138,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(StoryTables, RollTables, RoundTables):
+class Store(StoryTables, RollTables, RoundTables, ForkTables):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:

@@ -19,7 +19,7 @@ from sqlalchemy import select as sql_select
 from sqlmodel import col, select
 
 from gm._text import unstorable
-from gm.errors import StoryBusy
+from gm.errors import Conflict, StoryBusy
 from gm.store._base import ID_PREFIX, SHORT_ID, AmbiguousStory, StoryNotFound, Tables, row_of, table_of
 from gm.store.records import (
     Attempt,
@@ -130,6 +130,9 @@ class StoryTables(Tables):
             held = found["lease_holder"] is not None and found["lease_expires"] is not None
             if held and not force and _aware(found["lease_expires"]) > now:
                 raise StoryBusy("a round of this story is being played right now; delete it when that round is done")
+            forks = list((found["settings"] or {}).get("forks") or [])
+            if forks and (kept := connection.execute(sql_select(STORIES.c.id).where(STORIES.c.id.in_(forks))).first()):
+                raise Conflict(f"story {kept[0]} was forked from this one and goes on from its rolls; delete it first")
             for record in (
                 RevealRecord,
                 PausedRound,

@@ -67,9 +67,13 @@ LOST_MARKER = (
     "This chat has lost gm's story marker (the line [gm-story]: ... at the end of gm's answers), so gm cannot "
     "tell which story it belongs to; start a new chat to begin a new story."
 )
+EDITED_FIRST = (
+    "This chat's first message was edited, and gm's story of this chat began with the first one: go back to "
+    "that version to play on, or start a new chat for a new story."
+)
 FORKED = (
-    "This chat was forked from another chat, whose story it cannot share: gm does not branch a story yet, "
-    "so play on in the chat it came from, or start a new chat for a new story."
+    "This chat was forked from another chat before gm's first answer there, so it has no story to fork; "
+    "start a new chat for a new story"
 )
 NOTHING_TO_CONTINUE = (
     "gm's answers are whole, so there is nothing to continue; write what you do next, or swipe for a new telling."

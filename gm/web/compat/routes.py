@@ -31,12 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from gm.engine.commands import HELP, Command, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.round import RoundPaused, RoundResult
 from gm.errors import Conflict, GmError, NotFound, StoryBusy
-from gm.store import Story
+from gm.store import FORKED_FROM, Story
 from gm.transcript.shapes import RoundPublic
 from gm.web._errors import openai_error, status_for
 from gm.web.api import ServiceDep, TokenDep
 from gm.web.compat.messages import (
     CONNECTED,
+    EDITED_FIRST,
     EDITS_NOTICE,
     FORKED,
     LOST_MARKER,
@@ -258,7 +259,7 @@ class ChatPlay:
         story = self._open(marker)
         known = story.settings.get("chat_hint")
         if self.hint is not None and known is not None and known != self.hint:
-            raise CompatError(FORKED)  # another chat's story: two chats never play one story in turns
+            return self._forked(story, marker)  # another chat's story: two chats never play one story in turns
         if self.hint is not None and known is None:  # a story begun before its front end sent chat ids
             self.app.game.store.update_settings(story.id, {"chat_hint": self.hint})
         if self.name.dice is not None and story.settings.get("dice") != self.name.dice:
@@ -268,6 +269,29 @@ class ChatPlay:
         told = self._told_rounds(story, marker)
         swipe = self._is_swipe(story, told)
         return Target(story, story.token_hash, swipe=swipe, notice=self._notice(story, swipe, told))
+
+    def _forked(self, parent: Story, marker: Marker) -> Target:
+        """A chat forked from the chat of `parent` (its chat id differs from the one the story was begun in): its
+        own story, forked from the parent's at the round its history holds, made by its first request
+        (`Store.fork_story`). It shares the parent's rounds and rolls up to there and goes on alone."""
+        store = self.app.game.store
+        held = self._told_rounds(parent, marker)
+        if held == 0:
+            raise CompatError(FORKED)
+        for story in store.recent_stories(parent.title, datetime.now(UTC) - OPENING_WINDOW, OPENING_CANDIDATES):
+            forked = story.settings.get(FORKED_FROM) or {}
+            if story.settings.get("chat_hint") == self.hint and forked.get("story") == parent.id:
+                assert story.token_hash is not None
+                last = store.round(story.id, story.rounds)
+                again = story.rounds == held + 1 and last is not None
+                swipe = again and last is not None and same_text(last.player_text, self.chat.player_text)
+                return Target(story, story.token_hash, swipe=swipe)  # the fork's first request, once more
+        token_hash = hash_token(secrets.token_urlsafe(32))
+        try:
+            fork = store.fork_story(parent.id, held, {"chat_hint": self.hint}, token_hash)
+        except Conflict as refused:  # fair dice: no fork
+            raise CompatError(f"{FORKED} ({refused})") from None
+        return Target(fork, token_hash)
 
     def _told_rounds(self, story: Story, marker: Marker) -> int:
         """How many of the story's rounds the history holds: the newest marker's count, and one more for each
@@ -321,7 +345,9 @@ class ChatPlay:
             return Target(story, story.token_hash, swipe=True)  # the first answer, told again with its dice
         if self.hint is None:  # no chat id to say it is this chat: a new chat that begins the same way
             return Target(None, opening=opening)
-        return Target(story, story.token_hash, notice=EDITS_NOTICE.format(rounds=story.rounds + 1))
+        # The chat's id names a story, but nothing in the history is that story's: the first message was edited
+        # (or the id was set by hand). The id alone never opens a story, and this chat starts no second one.
+        raise CompatError(EDITED_FIRST)
 
     def _opening_key(self) -> str:
         """The digest a chat without a marker is found by: its chat id where the front end sends one (Open WebUI),
