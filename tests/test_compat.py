@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -398,3 +399,19 @@ def test_requests_gm_cannot_read_are_one_sentence(
         )
         assert (status, body["error"]["message"], body["error"]["type"]) == (400, message, "invalid_request_error")
         assert store.stories() == []
+
+
+def test_a_task_of_a_chat_that_switched_worlds_keeps_its_storys_title(store: Store, worlds: Path) -> None:
+    """Open WebUI asks the chat's model for the title: after the player picked another world's model, the task
+    still quotes the chat, whose marker names its story, whose title it gets (not the new world's)."""
+    other = worlds / "other"
+    shutil.copytree(worlds / "harbour", other)
+    data = json.loads((other / "world.json").read_text())
+    (other / "world.json").write_text(json.dumps({**data, "title": "Another World"}))
+    with gm_server(store, worlds, [reply("Rain.")]) as served:
+        first = chat(served, [user("I wait.")])
+        task = f"### Task:\nGenerate a concise, 3-5 word title.\n<chat_history>\nUSER: I wait.\nASSISTANT: {first}\n"
+        answer = chat(served, [user(task + "</chat_history>")], model="gm/other")
+        assert json.loads(answer)["title"] == "The Harbour Job"
+        forged = task.replace(marker_of(first)[1], "B" * 16)
+        assert json.loads(chat(served, [user(forged)], model="gm/other"))["title"] == "Another World"

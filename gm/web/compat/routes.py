@@ -49,6 +49,7 @@ from gm.web.compat.messages import (
     ModelName,
     answer_text,
     dice_card,
+    find_marker,
     is_connection_check,
     marker_text,
     model_id,
@@ -425,7 +426,7 @@ class ChatPlay:
         """The answer to a background task or to a command that plays no round (it reads the worlds folder or
         the database: run it off the loop)."""
         if target is None:
-            return task_answer(self.app.world(self.name.world).title)
+            return task_answer(self._task_title())
         story = target.story
         if command is START:
             return self._opening() + "\n\n" + opening_marker(self.name.world)
@@ -437,6 +438,17 @@ class ChatPlay:
             return f"Dice are {command.setting} from now on.\n\n" + marker
         assert isinstance(command, Simple)
         return self._simple(command.name, story) + "\n\n" + marker
+
+    def _task_title(self) -> str:
+        """The title a background task is answered with: the chat's story's, when the chat it quotes holds a marker
+        that opens one (the chat may since have switched to another world's model), else the world's."""
+        marker = find_marker(self.chat.player_text)
+        if marker is not None:
+            try:
+                return self._open(marker).title
+            except GmError:
+                pass
+        return self.app.world(self.name.world).title
 
     def _before_story(self, command: Command | object) -> str:
         """A command in a chat whose story has not started yet (it starts with the first round)."""
