@@ -319,6 +319,7 @@ class OpenWebUI:
         self.idle()
 
     def edit_first(self, text: str) -> None:
+        """Edit the first player message Open WebUI shows (of the branch on screen) and send it."""
         user = self.page.locator(".chat-user").first
         user.hover()
         user.locator("button[aria-label='Edit']").click()
@@ -508,11 +509,15 @@ def play_open_webui(run: Run, page: Any, database: str) -> None:
     ui.check_page("story")
     page.wait_for_timeout(1000)  # the card the check opened and closed again settles
     page.screenshot(path=str(run.shots / "open-webui-story.png"), full_page=True)
-    step("A", "edit the first message and send", lambda: ui.edit_first("I pick the lock of the side door."))
-    ui.check_page("after an edit")
+    chat_a = page.url
     step("A", "fork the chat", ui.fork)
     step("A-fork", "message in the fork", lambda: ui.send("I climb onto the roof."))
     ui.check_page("fork")
+    step("A-fork", "second message in the fork", lambda: ui.send("I look down into the yard."))
+    page.goto(chat_a)
+    page.locator("#chat-input").wait_for()
+    step("A", "message in the chat it was forked from", lambda: ui.send("I slip out by the back door."))
+    step("A", "edit an earlier message and send", lambda: ui.edit_first("I pick the lock of the side door."))
     run.chats["Open WebUI"] = 2
     ui.new_chat()
     step("B", "stop during the first round", lambda: ui.send(FIRST, stop_after=1.0))

@@ -55,12 +55,10 @@ class ForkTables(Tables):
                 .limit(1)
             ).first()
             # The rolls up to the fork: every roll before the first roll of a later round (rounds are played in turn).
-            last = session.exec(
-                select(RollRecord)
-                .where(RollRecord.story_id == parent_id, col(RollRecord.seq) < (later.seq if later else 1 << 62))
-                .order_by(col(RollRecord.seq).desc())
-                .limit(1)
-            ).first()
+            before = select(RollRecord).where(RollRecord.story_id == parent_id)
+            if later is not None:
+                before = before.where(col(RollRecord.seq) < later.seq)
+            last = session.exec(before.order_by(col(RollRecord.seq).desc()).limit(1)).first()
             above = parent.settings.get(FORKED_FROM) or {}  # what the parent itself inherited, if it is a fork
             head: str | None
             if last is not None:
