@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # layer (a set) are independent of each other.
 LAYERS: list[set[str]] = [
     {"gm.errors"},
-    {"gm._text", "gm._lru", "gm._asgi", "gm._hosts"},
+    {"gm._text", "gm._lru", "gm._asgi", "gm._hosts", "gm.config"},
     {"gm.problems"},
     {"gm.dice"},
     {"gm.rules"},

@@ -27,12 +27,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from gm._text import counted, visible
-from gm.engine.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.commands import HELP, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.game import Game
-from gm.engine.paused import question_of
-from gm.engine.round import RoundPaused, RoundResult
+from gm.engine.results import RoundPaused, RoundResult
 from gm.engine.transcript import card, opened, opened_lines, transcript
-from gm.errors import GmError
+from gm.errors import CommandError, GmError
 from gm.integrity.secret import secret_checks
 from gm.models.client import model_name
 from gm.transcript.shapes import QuestionPublic, RollPublic, StoryPublic
@@ -70,7 +69,7 @@ class Chat:
             self.say(f"Note: {notice}.")
         if public.time is not None:
             self.say(f"It is {public.time}.")
-        if (waiting := question_of(self.game.store, self.story_id)) is not None:
+        if (waiting := self.game.store.question(self.story_id)) is not None:
             self.ask(waiting)
         interrupted = False
         try:
@@ -84,7 +83,7 @@ class Chat:
                     break
             await self.game.settle()
         finally:
-            await self.game.aclose()  # before the event loop ends (gm.models._aiohttp)
+            await self.game.aclose()  # before the event loop ends (gm.models._transport)
         self.say(await self.farewell(interrupted))
 
     async def farewell(self, interrupted: bool) -> str:
@@ -104,12 +103,12 @@ class Chat:
         """Whether nothing at all happened in the story: no roll, and no round waiting for the player's dice."""
         store = self.game.store
         rolls = await store.off_loop(store.story_rolls, self.story_id)
-        waiting = await store.off_loop(question_of, store, self.story_id)
+        waiting = await store.off_loop(store.question, self.story_id)
         return not rolls and waiting is None
 
     async def prompt_line(self) -> str | None:
         """The player's next line at a terminal, edited with prompt_toolkit; None at Ctrl-D."""
-        waiting = await self.game.store.off_loop(question_of, self.game.store, self.story_id)
+        waiting = await self.game.store.off_loop(self.game.store.question, self.story_id)
         # While a round waits for the player's dice, the prompt names them (and a line is their faces).
         prompt = "> " if waiting is None else f"faces of {waiting.notation}> "
         if self._prompt is None:
@@ -144,7 +143,7 @@ class Chat:
             return True
         if command is None:
             return True
-        if isinstance(command, Say) and question_of(self.game.store, self.story_id) is not None:
+        if isinstance(command, Say) and self.game.store.question(self.story_id) is not None:
             await self.round(self.game.answer(self.story_id, command.text))  # the faces rolled at the table
             return True
         if isinstance(command, Simple):

@@ -23,9 +23,9 @@ from gm.cli._edit import add_edit_subcommand
 from gm.cli._model import add_model_subcommands
 from gm.cli._serve import add_serve_subcommand
 from gm.cli._story import add_story_subcommands
-from gm.errors import GmError, UsageError
+from gm.errors import CheckRollError, GmError, UsageError
 from gm.rules.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
-from gm.rules.checks import Check, CheckRollError, Edge, opposed_modifier
+from gm.rules.checks import Check, Edge, opposed_modifier
 from gm.world.definition import modifier_for
 from gm.world.loading import load_rules, load_world
 

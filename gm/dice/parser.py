@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
 from gm.dice.tree import Constant, Dice, Expression, Keep, KeepMode, Term
+from gm.errors import DiceError, DiceLimitError, DiceSyntaxError
 
 MAX_LENGTH = 100
 MAX_TERMS = 8

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Protocol, cast, runtime_checkable
 
-from gm.dice.errors import DiceError
 from gm.dice.parser import parse
 from gm.dice.result import Roll
 from gm.dice.tree import Constant, Expression
+from gm.errors import DiceError
 
 DiceSource = Callable[[int, int], list[int]]
 

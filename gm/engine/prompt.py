@@ -19,6 +19,7 @@ from gm.engine.instructions import instructions
 from gm.world._cache import PerWorld
 
 if TYPE_CHECKING:
+    from gm.store import Past
     from gm.store.records import MemoryEntry, RoundRecord
     from gm.world.definition import World
 
@@ -44,15 +45,6 @@ VERBATIM_CHARS = 3000  # cap on one verbatim narration or player text
 def cap(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, an ellipsis marking the cut."""
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-@dataclass(frozen=True, slots=True)
-class Past:
-    """What the game master is shown of the story so far."""
-
-    summary: str
-    memories: Sequence[MemoryEntry]
-    recent: Sequence[RoundRecord]
 
 
 # The game master

@@ -21,14 +21,12 @@ from datetime import UTC, datetime
 
 from sqlmodel import col, select
 
-from gm.errors import Conflict
-from gm.store import Store, StoryNotFound, StoryState
+from gm.errors import Conflict, StoryEnded, StoryNotFound
+from gm.store import Store, StoryState
 from gm.store.records import PausedRound, RevealRecord, RollRecord, Story
 from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic
 from gm.world.definition import World
-
-STORY_ENDED = "this story has ended; its secret rolls are shown, and it plays no more rounds"
 
 
 def secret_checks(world: World) -> set[str]:
@@ -108,6 +106,6 @@ def end_story(store: Store, story_id: str) -> None:
 
 
 def refuse_if_ended(story: Story | StoryState) -> None:
-    """`Conflict` for a story that has ended: it plays no more rounds."""
+    """`StoryEnded` for a story that has ended: it plays no more rounds."""
     if story.ended_at is not None:
-        raise Conflict(STORY_ENDED)
+        raise StoryEnded()

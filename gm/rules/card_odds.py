@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gm._lru import LRU
+from gm.errors import CheckRollError
 from gm.rules.chances import check_odds
-from gm.rules.checks import EDGES, Check, CheckRollError, Edge, Result, opposed_modifier
+from gm.rules.checks import EDGES, Check, Edge, Result, opposed_modifier
 
 
 @dataclass(frozen=True, slots=True)

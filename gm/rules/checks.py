@@ -21,7 +21,7 @@ from typing import Literal
 
 from gm import dice
 from gm.dice.tree import Expression as Notation
-from gm.errors import UsageError
+from gm.errors import BandGapError, CheckRollError, UnknownCheck
 
 Result = Literal["succeeded", "partial", "failed"]
 Reading = Literal["total", "successes"]
@@ -138,23 +138,10 @@ class Rules:
             if check.key == key:
                 return check
         known = ", ".join(check.key for check in self.checks) or "none"
-        raise KeyError(f"there is no check '{key}'; the checks are: {known}")
+        raise UnknownCheck(f"there is no check '{key}'; the checks are: {known}")
 
     def __contains__(self, key: object) -> bool:
         return any(check.key == key for check in self.checks)
-
-
-class CheckRollError(UsageError, ValueError):
-    """A check that cannot be settled as asked: the target is missing or not wanted, or the value is in a gap."""
-
-
-class BandGapError(CheckRollError):
-    """The value a roll gave falls in no band of the check; such a roll is void."""
-
-    def __init__(self, check: Check, value: int) -> None:
-        self.check_key = check.key
-        self.value = value
-        super().__init__(f"check '{check.key}' has no band for the value {value}, so the roll is void")
 
 
 def read_value(check: Check, rolled: int, target: int | None = None, modifier: int = 0) -> int:
@@ -211,7 +198,7 @@ def resolve(check: Check, total: int, target: int | None = None, modifier: int =
     value = read_value(check, total, target, modifier)
     band = band_for(check, value)
     if band is None:
-        raise BandGapError(check, value)
+        raise BandGapError(check.key, value)
     return band
 
 

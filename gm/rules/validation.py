@@ -18,7 +18,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from gm import dice
-from gm.problems import Problem, ProblemsError, document_order, schema_problems, text_problems
+from gm.errors import ProblemsError
+from gm.problems import Problem, document_order, schema_problems, text_problems
 from gm.rules.checks import Band, Check, Rules
 from gm.rules.coverage import coverage_problems
 from gm.rules.tabletop import build_table, table_problems

@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from gm.errors import Conflict
-from gm.store._base import StoryNotFound, Tables
+from gm.errors import Conflict, StoryNotFound
+from gm.store._base import Tables
 from gm.store.records import Attempt, MemoryEntry, RollRecord, RoundRecord, Story
 from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic

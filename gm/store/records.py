@@ -57,9 +57,9 @@ class Built:
                     elif default is not _REQUIRED:
                         built[name] = default
         self.__dict__.update(built)  # the instance's state was set up by the ORM's __init__ wrapper
-        object.__setattr__(self, "__pydantic_fields_set__", given)
-        object.__setattr__(self, "__pydantic_extra__", None)
-        object.__setattr__(self, "__pydantic_private__", None)
+        # sqlmodel's __new__ gave the record pydantic's bookkeeping (no extra fields, no private ones, an empty
+        # set of fields given): the fields given are marked as pydantic's own __init__ marks them.
+        self.model_fields_set.update(given)  # type: ignore[attr-defined]
 
 
 # Per table class, each field's name with its constant default or its default factory. Asking pydantic for

@@ -1,59 +1,11 @@
 """The public shapes of a story: a roll, an outcome, a round, a story and its transcript.
 
 These are the one shape each idea has outside the database. The library's `RoundResult`,
-`gm show --json`, the web API and its event stream all use them, built from the stored records
-here and nowhere else (named in families, as full-stack-fastapi-template names them: `Story` is a
-table in `gm.store.records`, `StoryPublic` is what anyone outside sees of it).
-
-    {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
-                                                                   "judge": "on" | "off",
-                                                                   "dice_from": "engine" | "player"},
-               "notices": [str], "fair", "commitment", "clock", "time", "ended",
-               "asking": null | {"round", "check", "check_name", "character", "notation", "dice", "text"}},
-     "rounds": [{"number", "player_text", "narration", "refusals": [str], "clock", "time",
-                 "outcomes": [{"character", "result", "roll"}],
-                 "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
-                 "rolls": [ROLL]}],
-     "integrity": {"fair", "player_seed", "seeds": [{"epoch", "commitment", "seed", "first_roll",
-                   "last_roll", "committed_at", "revealed_at"}], "chain_length", "chain_head",
-                   "legacy_rolls", "dice", "modifiers", "rolls": [ROLL]}}
-
-    ROLL = {"id", "kind", "character", "check", "check_name", "notation", "reason", "target",
-            "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
-            "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt",
-            "edge", "opponent", "opponent_modifier", "natural", "stepped_from", "chances",
-            "typed", "salt", "sealed", "hash"}
-
-`typed` marks faces a player rolled at the table and typed in (gm.engine.typed_dice); `asking` is a round paused
-for them. `salt` is a secret check's random salt (gm.integrity.secret); in the player's transcript a secret roll
-not yet revealed has no card in its round and is a stub in `integrity.rolls`: `sealed` true, `hash` its
-chain hash, its dice and band left out. `ended`: the story has ended (its secret rolls are shown).
-
-`clock` is the story's time on its world's calendar (gm.world.calendar), in minutes since the story
-began, and `time` the same in words ("Fireday, 12 Rainmoon 311 AL, 19:30 (dusk)"): the story's
-current time, and each round's time when it ended. Both are null in a world without a calendar.
-
-`kind` is `check` (roll_check), `dice` (roll_dice) or `player` (`/roll`); `dice` is the itemised
-line, such as "1d20 (14) = 14"; check fields are null for the other kinds. `seq` is the roll's place
-in the story's chain and `prev_hash` the hash of the roll before it (gm.transcript.chain);
-A check roll's table rules (issue 16): `edge` is `advantage` or `disadvantage` when the check's dice
-for it were rolled (then `notation` is those dice); an opposed check names its `opponent` and the
-opponent's modifier, rolls both sides as one notation (`1d20-1d20`: the actor's dice, then the
-opponent's subtracted) and its `value` is the actor's value minus the opponent's; `natural` says
-what natural faces did ("natural 20: stepped up from Success") and `stepped_from` names the band the
-value found before. `chances` (derived from dice.json, not stored) is each band's exact chance at the
-moment of the roll, `[{"label", "result", "critical", "probability"}]`, with `exact` false for an
-estimate; null for other rolls, or when the world's dice.json is not at hand.
-`from_earlier_attempt` says a round's roll was rolled by an earlier attempt at it that did not
-finish (it failed, or its process stopped), and came back to the attempt that did (gm.engine._earlier_rolls).
-`integrity` carries what `gm audit --file` needs to check the story with no database: every roll in
-chain order (failed attempts' too), the dice.json copied into the story, the characters'
-modifiers, and a fair story's seeds (each `seed` null until revealed).
-
-The stored roll (`gm.store.records.RollRecord`, and its copies inside a round) names two fields
-differently: `check_key` is `check` here and `line` is `dice`. Up to version 0.1 the library's
-`RoundResult.rolls` were those stored dicts; they are now `RollPublic`, named as the transcript
-and the API always named them.
+`gm show --json`, the web API and its event stream all use them, built from the stored rows here
+and nowhere else (named in families, as full-stack-fastapi-template names them: `Story` is a table
+in `gm.store.records`, `StoryPublic` is what anyone outside sees of it). The rows are read through
+the protocols below (`StoredRound`, `StoredStory`, `StoredSeed`), so this module knows no database.
+Every field is described in docs/transcript.md.
 """
 
 from __future__ import annotations

@@ -12,9 +12,8 @@ from typing import Any
 
 from gm._lru import LRU
 from gm.engine.game import Game
-from gm.errors import NotFound, Unauthorized
-from gm.problems import ProblemsError
-from gm.store import Story, StoryNotFound
+from gm.errors import NotFound, ProblemsError, StoryNotFound, Unauthorized
+from gm.store import Story
 from gm.world.definition import WORLD_FILE, World
 from gm.world.loading import LoadedWorlds
 

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from gm._text import storable
 from gm.engine.prompt import notes_fact as notes_fact
 from gm.engine.transcript import card, opened
-from gm.errors import NotFound, UsageError
+from gm.errors import CompatError, NotFound
 from gm.transcript.shapes import RollPublic
 
 MODEL_PREFIX = "gm/"
@@ -84,10 +84,6 @@ EDITS_NOTICE = (
 )
 
 DiceSetting = Literal["shown", "hidden"]
-
-
-class CompatError(UsageError):
-    """A chat request gm cannot play as it stands; the message is one sentence for the player."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gm.engine.commands import HELP, Command, RollDice, Say, SetDice, Simple, parse_command
-from gm.engine.round import RoundPaused, RoundResult
-from gm.errors import Conflict, GmError, NotFound, StoryBusy
+from gm.engine.results import RoundPaused, RoundResult
+from gm.errors import CompatError, Conflict, GmError, NotFound, StoryBusy
 from gm.store import FORKED_FROM, Story
 from gm.transcript.shapes import RoundPublic
 from gm.web._errors import openai_error, status_for
@@ -44,7 +44,6 @@ from gm.web.compat.messages import (
     NOTHING_TO_CONTINUE,
     REWRITES,
     ChatRequest,
-    CompatError,
     Marker,
     ModelName,
     answer_text,
