@@ -7,7 +7,7 @@ streamed back as it arrives, so a front end's "stop" reaches gm as a closed conn
 without the proxy. Each line of the log holds the time, method, path, the headers a front end chose
 (Authorization is written as present or not, never its value), the JSON body, the answer's status and
 gm's answer (the completion's text, streamed or not, or its error).
-`bench/front_ends.py` runs it; the fixtures under tests/web/compat/fixtures/ came from its logs.
+`bench/front_ends.py` runs it; the fixtures under tests/fixtures/front_ends/ came from its logs.
 """
 
 from __future__ import annotations
