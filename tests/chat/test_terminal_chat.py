@@ -3,12 +3,14 @@ after /end. `gm play --model rehearsal` runs as a process of its own, as a playe
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
 import select
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -33,6 +35,10 @@ class Terminal:
             stderr=secondary,
             env=environment,
             close_fds=True,
+            # A session of its own with the terminal as its controlling one, as a shell starts a program: Ctrl-C
+            # reaches only it, never the test's own process (which a pseudo-terminal could otherwise become tied to).
+            start_new_session=True,
+            preexec_fn=_take_terminal,
         )
         os.close(secondary)
         self.seen = ""
@@ -76,6 +82,10 @@ class Terminal:
             return self.process.wait(timeout=30)
         finally:
             os.close(self.main)
+
+
+def _take_terminal() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def key_is_sequence(keys: str) -> bool:

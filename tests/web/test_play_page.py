@@ -16,7 +16,7 @@ from gm.testing import reply, slow
 from gm.transcript.shapes import RollPublic
 from tests.support.browser import BAD_REQUEST, sync_api
 from tests.support.browser import opened_page as open_page
-from tests.support.paths import ARTIFACTS
+from tests.support.paths import ARTIFACTS, SAMPLE_WORLDS
 from tests.support.rounds import narrate_roll, roll_mara
 from tests.support.web import served_app, serving
 
@@ -360,7 +360,7 @@ def test_the_start_page_keeps_premises_paragraphs_lists_stories_first_and_offers
     """The sample worlds as a player meets them: each premise's first paragraph, the rest under "Read on" with
     its paragraphs kept; "Your stories" above the worlds; no dice options for a world without checks."""
     expect = sync_api().expect
-    samples = Path(__file__).resolve().parents[1] / "worlds"
+    samples = SAMPLE_WORLDS
     worlds = tmp_path / "worlds"
     for name in ("harbour-heist", "tea-house"):
         shutil.copytree(samples / name, worlds / name)
