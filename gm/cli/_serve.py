@@ -33,13 +33,17 @@ from gm.store import Store, default_database_url
 from gm.web.process import tune_server_process
 from gm.world.definition import WORLD_FILE
 
+# Not 8000, which vLLM and SillyTavern listen on by default, nor 8080 (Open WebUI, llama.cpp), 11434 (Ollama)
+# or 1234 (LM Studio): gm serve usually runs beside one of them. 8765 is `gm edit`'s.
+DEFAULT_PORT = 8790
+
 
 def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
     """Add `gm serve` to the command line."""
     serve = subcommands.add_parser("serve", help="serve the story API, the play page and the editor over HTTP")
     serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
     serve.add_argument(
         "--workers",
         type=int,
@@ -52,6 +56,13 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
         help="also mount the world editor at /editor when --host serves other machines (it then asks for a login)",
     )
     serve.add_argument("--model", help=f"the model's name (default GM_MODEL), or '{REHEARSAL}'")
+    serve.add_argument(
+        "--rehearsal-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --model rehearsal: seconds each game-master answer takes, to try a front end's stop button",
+    )
     serve.add_argument("--base-url", help="an OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="the endpoint's key (default OPENAI_API_KEY)")
     add_tools_argument(serve)
@@ -66,7 +77,19 @@ MAX_WORKERS = 64
 # paid for a new connection (accepting it, uvicorn's protocol objects, the close): about 2% of the
 # event loop under 1,000 players. Browsers keep theirs for minutes; 75 s is nginx's default.
 KEEP_ALIVE_SECONDS = 75
-KEPT_ARGUMENTS = ("worlds", "host", "port", "editor", "model", "base_url", "api_key", "tools", "judge", "prompts")
+KEPT_ARGUMENTS = (
+    "worlds",
+    "host",
+    "port",
+    "editor",
+    "model",
+    "rehearsal_delay",
+    "base_url",
+    "api_key",
+    "tools",
+    "judge",
+    "prompts",
+)
 
 
 def run_serve(arguments: argparse.Namespace) -> int:
@@ -186,7 +209,10 @@ def worker_app() -> Any:
 def choose_serve_model(arguments: argparse.Namespace) -> ChatModel:
     """The rehearsal stand-in when asked for by name (it plays each story's own world); else the endpoint."""
     if arguments.model == REHEARSAL:
-        return RehearsalModel()
+        delay = getattr(arguments, "rehearsal_delay", 0.0)
+        if not 0 <= delay <= 600:
+            raise UsageError(f"--rehearsal-delay {delay:g} is out of range; give 0 to 600 seconds")
+        return RehearsalModel(delay=delay)
     return ModelClient(model_settings(arguments))
 
 

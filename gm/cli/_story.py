@@ -1,4 +1,5 @@
-"""`gm play`, `gm stories` and `gm show`: the story subcommands of the command line, thin over the library."""
+"""`gm play`, `gm stories`, `gm show` and `gm delete`: the story subcommands of the command line, thin over the
+library."""
 
 from __future__ import annotations
 
@@ -60,6 +61,17 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
     stories.add_argument("--json", action="store_true", help="print them as JSON")
     stories.set_defaults(run=run_stories)
 
+    delete = subcommands.add_parser(
+        "delete",
+        help="delete a story, with its dice record",
+        description="Delete a story and everything kept of it: rounds, memory, model calls and its dice record "
+        "(rolls, hash chain, seeds), so gm audit can no longer check it from the database. Export it first "
+        "(gm show STORY --json > story.json) to keep a transcript that gm audit --file still checks.",
+    )
+    delete.add_argument("story", help="the story's id, or a unique start of it (6 characters or more)")
+    delete.add_argument("--yes", action="store_true", help="do not ask (needed when not at a terminal)")
+    delete.set_defaults(run=run_delete)
+
     show = subcommands.add_parser("show", help="print a story's transcript: rounds, narration, outcomes, every roll")
     show.add_argument("story", help="the story's id, or a unique start of it (6 characters or more)")
     show.add_argument("--json", action="store_true", help="print the transcript as JSON (a stable shape)")
@@ -87,7 +99,7 @@ def run_play(arguments: argparse.Namespace) -> int:
         )
     if arguments.player_seed is not None and not arguments.fair:
         raise UsageError("--player-seed is for a story with fair dice: add --fair")
-    model = choose_model(arguments, world)
+    model = choose_model(arguments, world)  # a model that is not configured is refused before a story starts
     game = Game(model, store, judge_model=choose_judge(arguments, model), memory_batch=settings.memory_batch)
     judging = {} if arguments.judge is None else {"judge": "off" if arguments.judge == "off" else "on"}
     if story is None:
@@ -106,9 +118,24 @@ def run_play(arguments: argparse.Namespace) -> int:
         print(f"Fair dice: the seed's commitment is {seed.commitment} (gm reveal {story_id} publishes the seed)")
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master; no model is called.", flush=True)
-    chat = Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty())
+    chat = Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty(), new=story is None)
     asyncio.run(chat.run())
     return 1 if chat.rounds_failed else 0  # so a script notices a round that could not be played
+
+
+def run_delete(arguments: argparse.Namespace) -> int:
+    store = Store()
+    story = _story(store, arguments.story)
+    if not arguments.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("deleting a story cannot be undone; add --yes to delete it without being asked")
+        asked = f"Delete story {story.id} ({story.title}, {counted(story.rounds, 'round')}) and its dice record? [y/N] "
+        if input(visible(asked)).strip().lower() not in ("y", "yes"):
+            print("Nothing was deleted.")
+            return 0
+    store.delete_story(story.id)
+    print(f"Deleted story {story.id}.")
+    return 0
 
 
 def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
@@ -179,7 +206,12 @@ def run_stories(arguments: argparse.Namespace) -> int:
         print("No stories yet; start one with gm play WORLD.")
     for story in stories:
         rounds = counted(story.rounds, "round")
-        print(visible(f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {story.title}"))
+        ended = "ended" if story.ended_at is not None else ""
+        print(
+            visible(
+                f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {ended:5}  {story.title}"
+            )
+        )
     return 0
 
 
