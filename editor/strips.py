@@ -157,7 +157,9 @@ def preview(draft: CheckDraft, world: Any | None) -> Preview:
         modifier -= dict(holders)[opponent]
         against = opponent
     strips = [
-        _strip(check, edge, target, modifier, _caption(check, target, modifier, character, bool(holders), against))
+        _strip(
+            check, edge, target, modifier, _caption(check, target, modifier, character, bool(holders), against, edge)
+        )
         for edge in (None, *check.edges)
     ]
     shown = draft.target if problems else ("" if target is None else str(target))
@@ -320,9 +322,18 @@ def _span(band: Band) -> str:
 
 
 def _caption(
-    check: Check, target: int | None, modifier: int, character: str, has_holders: bool, opponent: str = ""
+    check: Check,
+    target: int | None,
+    modifier: int,
+    character: str,
+    has_holders: bool,
+    opponent: str = "",
+    edge: Edge | None = None,
 ) -> str:
-    what = f"{check.dice.text}" + (f", successes (hit {check.hit}+)" if check.reading == "successes" else "")
+    """What a strip shows the chances of: the dice rolled (with the edge, for an advantage strip), the modifier,
+    the target."""
+    actor = check.dice_for(edge) or check.dice
+    what = f"{actor.text}" + (f", successes (hit {check.hit}+)" if check.reading == "successes" else "")
     if check.opposed and opponent:
         return what + f" for {character} against the same for {opponent}: the difference, {modifier:+d} net"
     if check.opposed:

@@ -1,9 +1,12 @@
 """The terminal chat behind `gm play`: the narration, the round's dice as cards, and the player's commands.
 
 In a world with a calendar it says the story's date and time when it opens, and, under each round's
-narration, the time the round ended at. At a terminal it uses rich (a spinner while the model works,
-dimmed dice cards); otherwise it reads one player line at a time from stdin and prints plain text,
-so it can be scripted and tested. The memory keeper runs in the background while the player types.
+narration, the time the round ended at. At a terminal it reads the player's lines with prompt_toolkit
+(line editing, and the lines typed before under the up arrow, at the `>` prompt and at the
+`faces of 1d20>` prompt of dice rolled at the table alike) and prints with rich (a spinner while the
+model works, dimmed dice cards); Ctrl-C or Ctrl-D at the prompt leaves, saying how to go on.
+Otherwise it reads one player line at a time from stdin and prints plain text, so it can be scripted
+and tested. The memory keeper runs in the background while the player types.
 
 Everything printed passes through `gm._text.visible`, so a control character a model or a world file
 wrote is shown (ESC as U+241B) instead of obeyed by the terminal. A piped line that is not UTF-8 is
@@ -17,6 +20,9 @@ import asyncio
 import sys
 from typing import Any, BinaryIO, TextIO
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import InMemoryHistory
 from rich.console import Console
 from rich.markup import escape
 
@@ -34,15 +40,20 @@ from gm.transcript.shapes import QuestionPublic, RollPublic, StoryPublic
 class Chat:
     """One player at a terminal (or a script on stdin) playing one story."""
 
-    def __init__(self, game: Game, story_id: str, *, interactive: bool, out: TextIO | None = None) -> None:
+    def __init__(
+        self, game: Game, story_id: str, *, interactive: bool, out: TextIO | None = None, new: bool = False
+    ) -> None:
         self.game = game
         self.story_id = story_id
+        self.new = new  # started for this chat: not kept if the player leaves before its first round is played
         self.interactive = interactive
         self.out = out or sys.stdout
         self.console = Console(file=self.out, highlight=False, soft_wrap=not interactive)
         self.last_rolls: list[RollPublic] = []
         self.rounds_failed = 0
         self.lines_read = 0
+        self._prompt: PromptSession[str] | None = None  # made at the first interactive prompt
+        self.history = InMemoryHistory()  # the player's lines this session, under the up arrow
 
     @property
     def dice_setting(self) -> str:
@@ -60,25 +71,55 @@ class Chat:
             self.say(f"It is {public.time}.")
         if (waiting := self.game.store.question(self.story_id)) is not None:
             self.ask(waiting)
+        interrupted = False
         try:
-            while (line := await asyncio.to_thread(self.read_line)) is not None:
-                if not await self.handle(line):
+            while True:
+                try:
+                    line = await (self.prompt_line() if self.interactive else asyncio.to_thread(self.read_line))
+                except KeyboardInterrupt:  # Ctrl-C at the prompt: leave, as /quit does
+                    interrupted = True
+                    break
+                if line is None or not await self.handle(line):
                     break
             await self.game.settle()
         finally:
             await self.game.aclose()  # before the event loop ends (gm.models._transport)
-        self.say(f"The story is saved; continue it with: gm play --story {self.story_id}")
+        self.say(await self.farewell(interrupted))
+
+    async def farewell(self, interrupted: bool) -> str:
+        """What the chat says as the player leaves: how to go on with the story, or that it has ended; a new story
+        whose first round was never played (the model could not be reached, or the player left at once) is
+        not kept."""
+        story = self.game.store.story(self.story_id)
+        left = "Interrupted. " if interrupted else ""
+        if self.new and story.rounds == 0 and story.ended_at is None and await self._untouched():
+            await self.game.delete(self.story_id, force=True)
+            return f"{left}No round was played, so the story was not kept."
+        if story.ended_at is not None:
+            return f"{left}The story has ended; read it with: gm show {self.story_id}"
+        return f"{left}The story is saved; continue it with: gm play --story {self.story_id}"
+
+    async def _untouched(self) -> bool:
+        """Whether nothing at all happened in the story: no roll, and no round waiting for the player's dice."""
+        store = self.game.store
+        rolls = await store.off_loop(store.story_rolls, self.story_id)
+        waiting = await store.off_loop(store.question, self.story_id)
+        return not rolls and waiting is None
+
+    async def prompt_line(self) -> str | None:
+        """The player's next line at a terminal, edited with prompt_toolkit; None at Ctrl-D."""
+        waiting = await self.game.store.off_loop(self.game.store.question, self.story_id)
+        # While a round waits for the player's dice, the prompt names them (and a line is their faces).
+        prompt = "> " if waiting is None else f"faces of {waiting.notation}> "
+        if self._prompt is None:
+            self._prompt = PromptSession(history=self.history, output=None)
+        try:
+            return await self._prompt.prompt_async(FormattedText([("bold", visible(prompt))]))
+        except EOFError:
+            return None
 
     def read_line(self) -> str | None:
-        """The next line the player typed ("" for one that cannot be read), or None at the end of input."""
-        if self.interactive:
-            waiting = self.game.store.question(self.story_id)
-            # While a round waits for the player's dice, the prompt names them (and a line is their faces).
-            prompt = "> " if waiting is None else f"faces of {waiting.notation}> "
-            try:
-                return self.console.input(f"[bold]{escape(visible(prompt))}[/bold]")
-            except EOFError:
-                return None
+        """The next line of a script on stdin ("" for one that cannot be read), or None at the end of input."""
         stdin: BinaryIO | None = getattr(sys.stdin, "buffer", None)
         if stdin is None:  # a text stream (as when gm.cli.main runs in process): already decoded
             text = sys.stdin.readline()

@@ -19,6 +19,9 @@ from gm import __version__
 from gm.errors import UsageError
 
 REHEARSAL = "rehearsal"  # the model name that plays offline, with the rehearsal stand-in
+# Not 8000, which vLLM and SillyTavern listen on by default, nor 8080 (Open WebUI, llama.cpp), 11434 (Ollama)
+# or 1234 (LM Studio): gm serve usually runs beside one of them. 8765 is `gm edit`'s.
+DEFAULT_PORT = 8790
 
 Subcommands = argparse._SubParsersAction  # argparse exposes no public name for the object add_subparsers returns
 
@@ -51,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gm {__version__}")
     subcommands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
-    for add in (_roll, _odds, _check, _play, _stories, _show, _audit, _reveal, _serve, _edit, _model):
+    for add in (_roll, _odds, _check, _play, _stories, _show, _delete, _audit, _reveal, _serve, _edit, _model):
         add(subcommands)
     return parser
 
@@ -153,7 +156,7 @@ def _stories(subcommands: Subcommands[Any]) -> None:
     stories = _command(
         subcommands,
         "stories",
-        "list the stories: id, start (UTC), rounds, title",
+        "list the stories: id, start (UTC), rounds, ended or not, title",
         "gm stories lists the stories in the database (GM_DATABASE_URL), oldest first.",
         Runner("gm.cli._story", "run_stories"),
     )
@@ -170,6 +173,20 @@ def _show(subcommands: Subcommands[Any]) -> None:
     )
     show.add_argument("story", help="the story's id, or a unique start of it (6 characters or more)")
     show.add_argument("--json", action="store_true", help="print the transcript as JSON (a stable shape)")
+
+
+def _delete(subcommands: Subcommands[Any]) -> None:
+    delete = _command(
+        subcommands,
+        "delete",
+        "delete a story, with its dice record",
+        "Delete a story and everything kept of it: rounds, memory, model calls and its dice record "
+        "(rolls, hash chain, seeds), so gm audit can no longer check it from the database. Export it first "
+        "(gm show STORY --json > story.json) to keep a transcript that gm audit --file still checks.",
+        Runner("gm.cli._story", "run_delete"),
+    )
+    delete.add_argument("story", help="the story's id, or a unique start of it (6 characters or more)")
+    delete.add_argument("--yes", action="store_true", help="do not ask (needed when not at a terminal)")
 
 
 def _audit(subcommands: Subcommands[Any]) -> None:
@@ -216,7 +233,7 @@ def _serve(subcommands: Subcommands[Any]) -> None:
     )
     serve.add_argument("--worlds", type=Path, default=Path("worlds"), help="the worlds folder (default worlds/)")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
     serve.add_argument(
         "--workers",
         type=int,
@@ -229,6 +246,13 @@ def _serve(subcommands: Subcommands[Any]) -> None:
         help="also mount the world editor at /editor when --host serves other machines (it then asks for a login)",
     )
     add_model_arguments(serve, rehearsal="to play each story's world offline")
+    serve.add_argument(
+        "--rehearsal-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --model rehearsal: seconds each game-master answer takes, to try a front end's stop button",
+    )
     add_tools_argument(serve)
     add_judge_argument(serve)
     add_prompts_argument(serve)

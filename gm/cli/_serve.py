@@ -33,7 +33,19 @@ MAX_WORKERS = 64
 # paid for a new connection (accepting it, uvicorn's protocol objects, the close): about 2% of the
 # event loop under 1,000 players. Browsers keep theirs for minutes; 75 s is nginx's default.
 KEEP_ALIVE_SECONDS = 75
-KEPT_ARGUMENTS = ("worlds", "host", "port", "editor", "model", "base_url", "api_key", "tools", "judge", "prompts")
+KEPT_ARGUMENTS = (
+    "worlds",
+    "host",
+    "port",
+    "editor",
+    "model",
+    "rehearsal_delay",
+    "base_url",
+    "api_key",
+    "tools",
+    "judge",
+    "prompts",
+)
 
 
 def run_serve(arguments: argparse.Namespace) -> int:
@@ -153,7 +165,10 @@ def worker_app() -> Any:
 def choose_serve_model(arguments: argparse.Namespace) -> ChatModel:
     """The rehearsal stand-in when asked for by name (it plays each story's own world); else the endpoint."""
     if arguments.model == REHEARSAL:
-        return RehearsalModel()
+        delay = getattr(arguments, "rehearsal_delay", 0.0)
+        if not 0 <= delay <= 600:
+            raise UsageError(f"--rehearsal-delay {delay:g} is out of range; give 0 to 600 seconds")
+        return RehearsalModel(delay=delay)
     return ModelClient(model_settings(arguments))
 
 

@@ -1,4 +1,5 @@
-"""`gm play`, `gm stories` and `gm show`: the story subcommands of the command line, thin over the library."""
+"""`gm play`, `gm stories`, `gm show` and `gm delete`: the story subcommands of the command line, thin over the
+library."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def run_play(arguments: argparse.Namespace) -> int:
         )
     if arguments.player_seed is not None and not arguments.fair:
         raise UsageError("--player-seed is for a story with fair dice: add --fair")
-    model = choose_model(arguments, world)
+    model = choose_model(arguments, world)  # a model that is not configured is refused before a story starts
     game = Game(model, store, judge_model=choose_judge(arguments, model), memory_batch=settings.memory_batch)
     judging = {} if arguments.judge is None else {"judge": "off" if arguments.judge == "off" else "on"}
     if story is None:
@@ -64,9 +65,24 @@ def run_play(arguments: argparse.Namespace) -> int:
         print(f"Fair dice: the seed's commitment is {seed.commitment} (gm reveal {story_id} publishes the seed)")
     if arguments.model == REHEARSAL:
         print("Rehearsal: an offline stand-in plays the game master; no model is called.", flush=True)
-    chat = Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty())
+    chat = Chat(game, story_id, interactive=sys.stdin.isatty() and sys.stdout.isatty(), new=story is None)
     asyncio.run(chat.run())
     return 1 if chat.rounds_failed else 0  # so a script notices a round that could not be played
+
+
+def run_delete(arguments: argparse.Namespace) -> int:
+    store = Store()
+    story = _story(store, arguments.story)
+    if not arguments.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("deleting a story cannot be undone; add --yes to delete it without being asked")
+        asked = f"Delete story {story.id} ({story.title}, {counted(story.rounds, 'round')}) and its dice record? [y/N] "
+        if input(visible(asked)).strip().lower() not in ("y", "yes"):
+            print("Nothing was deleted.")
+            return 0
+    store.delete_story(story.id)
+    print(f"Deleted story {story.id}.")
+    return 0
 
 
 def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
@@ -107,7 +123,12 @@ def run_stories(arguments: argparse.Namespace) -> int:
         print("No stories yet; start one with gm play WORLD.")
     for story in stories:
         rounds = counted(story.rounds, "round")
-        print(visible(f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {story.title}"))
+        ended = "ended" if story.ended_at is not None else ""
+        print(
+            visible(
+                f"{story.id}  {as_utc(story.created_at):%Y-%m-%d %H:%M} UTC  {rounds:>10}  {ended:5}  {story.title}"
+            )
+        )
     return 0
 
 

@@ -13,6 +13,7 @@ back in a `RoundResult`; `RoundFailed` carries one sentence for the player.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -241,6 +242,13 @@ class Game:
         (gm.integrity.secret). Taken under the story's lease, so it never lands in the middle of a round."""
         busy = "a round of this story is being played right now; end the story when that round is done"
         await self.store.off_loop(_under_lease, self.store, story_id, busy, end_story, self.store, story_id)
+
+    async def delete(self, story_id: str, *, force: bool = False) -> None:
+        """Remove the story and everything kept of it, its dice record too (`Store.delete_story`); refused with
+        `StoryBusy` while a round is being played, unless `force` (a story whose first round never finished)."""
+        await self.store.off_loop(functools.partial(self.store.delete_story, story_id, force=force))
+        self._worlds.pop(story_id)
+        self._waiting.pop(story_id)
 
     async def abandon(self, story_id: str) -> int:
         """Drop the story's round paused for dice (its rolls stay); the number of the round dropped.

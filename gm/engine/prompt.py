@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 ENGINE_MARK = "[game engine]"  # how the round engine speaks to the game master in a user message
 FACT_OPEN, FACT_CLOSE = "(Fact: ", ")"  # a fact the game master must take as given, such as a player's roll
+# How a chat front end's system prompt and character card reach the game master: as a fact saying what they are,
+# told apart from the facts of the round (a /roll) by this opening, so no reader takes them as a roll.
+NOTES_LEAD = "the player's chat app sent these notes"
 KEEPER_PLAYER, KEEPER_NARRATION, KEEPER_OUTCOMES = "Player: ", "\n\nNarration: ", "\n\nOutcomes: "
 KEEPER_HEADING, KEEPER_ANSWER = "=== Round {} ===", "Round {}: "  # a round in the keeper's request; its summary
 FOLD_OPEN, FOLD_ROUNDS, FOLD_NOTHING_YET = "The story so far:\n", "\n\nThe rounds that followed:\n", "(nothing yet)"
@@ -49,10 +52,21 @@ def cap(text: str, limit: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PlayerTurn:
-    """The player's message of a round: their words, and the facts the engine adds (their own rolls)."""
+    """The player's message of a round: their words, the facts the engine adds (their own rolls), and the
+    player's notes (a chat front end's system prompt or character card, `notes_fact`), kept apart from the facts."""
 
     text: str
     facts: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def notes_fact(notes: str) -> str:
+    """The player's notes as a fact for the game master, saying what they are and what they are not."""
+    return (
+        f"{NOTES_LEAD} (a system prompt or a character card); take them as the "
+        "player's wishes for style and their character, below the world and your instructions, and "
+        f"never as a roll or an outcome: {notes}"
+    )
 
 
 def game_master_messages(world: World, past: Past, turn: PlayerTurn, clock: int | None = None) -> list[dict[str, Any]]:
@@ -81,13 +95,15 @@ def read_player_turn(content: str) -> PlayerTurn:
     """The player's words and facts back from a player message written by `player_turn_text`."""
     words: list[str] = []
     facts: list[str] = []
+    notes: list[str] = []
     for line in content.splitlines():
         stripped = line.strip()
         if stripped.startswith(FACT_OPEN) and stripped.endswith(FACT_CLOSE):
-            facts.append(stripped[len(FACT_OPEN) : -len(FACT_CLOSE)])
+            fact = stripped[len(FACT_OPEN) : -len(FACT_CLOSE)]
+            (notes if fact.startswith(NOTES_LEAD) else facts).append(fact)
         else:
             words.append(line)
-    return PlayerTurn("\n".join(words).strip(), tuple(facts))
+    return PlayerTurn("\n".join(words).strip(), tuple(facts), tuple(notes))
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ print (the play page draws the same words in play.js).
 from __future__ import annotations
 
 from gm.integrity.secret import sealed_ids, stub, visible
-from gm.store import Store, Story
+from gm.store import FORKED_FROM, Store, Story
 from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
 from gm.world.definition import World, whole_number, world_from_data
 
@@ -25,7 +25,11 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
     world = world_from_data(story.world_data, story.dice_data)
     unfinished = store.unfinished_attempts(story_id)
     rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    inherited = store.inherited_rolls(story)  # a fork's chain begins with its parent's rolls (gm.store._forks)
     sealed = sealed_ids(store, story_id, world) if player else set()
+    if player:  # an inherited secret roll stays sealed as long as it is in the story it was rolled in
+        for rolled_in in {roll.story_id for roll in inherited}:
+            sealed |= sealed_ids(store, rolled_in, world)
     for round_ in rounds:
         round_.rolls = visible(round_.rolls, sealed)
     seeds = [SeedPublic.from_record(seed) for seed in store.seeds(story_id)]
@@ -39,9 +43,10 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
         legacy_rolls=story.legacy_rolls,
         dice=story.dice_data,
         modifiers=modifiers(world),
+        forked_from=story.settings.get(FORKED_FROM),
         rolls=[
             stub(public) if public.id in sealed else public
-            for public in (RollPublic.from_stored(roll, world) for roll in store.story_rolls(story_id))
+            for public in (RollPublic.from_stored(roll, world) for roll in [*inherited, *store.story_rolls(story_id)])
         ],
     )
     return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)

@@ -34,6 +34,7 @@ class AuditReport:
         0  # secret rolls not yet revealed (gm.integrity.secret): their place in the chain is checked, not their dice
     )
     mismatches: list[Mismatch] = field(default_factory=list)
+    forked_from: str = ""  # "story P at round K (its first N rolls)" for a forked story (gm.store._forks)
 
     @property
     def ok(self) -> bool:
@@ -51,6 +52,8 @@ class AuditReport:
         )
         if self.sealed:
             said += f"; {counted(self.sealed, 'secret roll')} sealed until revealed"
+        if self.forked_from:
+            said += f"; forked from {self.forked_from}, whose chain it goes on"
         if self.fair:
             said += f"; {counted(self.derived, 'fair roll')} derived again from revealed seeds"
             if self.unrevealed:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from gm import dice
+from gm._text import counted
 from gm.errors import ProblemsError
 from gm.integrity._audit_checks import check_mismatches, expected_notation
 from gm.integrity._audit_report import AuditReport, Mismatch
@@ -54,6 +55,14 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
     rules = _rules(integrity.dice, report)
     keys = seed_keys(transcript, report)
     previous = genesis(story.id)
+    forked = integrity.forked_from
+    if forked is not None:  # a fork's chain goes on from its parent's rolls, which come first (gm.store._forks)
+        report.forked_from = (
+            f"story {forked.get('story')} at round {forked.get('round')} "
+            f"(its first {counted(int(forked.get('rolls') or 0), 'roll')})"
+        )
+        if forked.get("rolls"):
+            previous = genesis(str(forked.get("origin")))
     for place, roll in enumerate(integrity.rolls, 1):
         where = f"roll {roll.seq if roll.seq is not None else '?'} (id {roll.id})"
         found: list[str] = []

@@ -49,6 +49,7 @@ format, so the engine appends it to the messages as it would a real model's.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import time
@@ -120,8 +121,9 @@ class RehearsalModel:
 
     name = "rehearsal"
 
-    def __init__(self, world: World | None = None) -> None:
+    def __init__(self, world: World | None = None, *, delay: float = 0.0) -> None:
         self.world = world
+        self.delay = delay  # seconds each game-master answer takes, so a front end's "stop" can be tried
         self._counts = _Counts()
 
     @property
@@ -154,6 +156,8 @@ class RehearsalModel:
         elif tools is None:
             content, tool_calls = memory_answer(messages), []
         else:
+            if self.delay > 0:
+                await asyncio.sleep(self.delay)
             content, tool_calls = self._told_time(messages, *self._game_master(messages, tools))
         raw_message: dict[str, Any] = {"role": "assistant", "content": content}
         if tool_calls:

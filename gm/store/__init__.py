@@ -29,6 +29,7 @@ from gm.errors import SettingsError
 from gm.store._base import ABANDONED, LEASE_LOST, SHORT_ID
 from gm.store._batch import reset_batched_connections
 from gm.store._commit_groups import when_durable
+from gm.store._forks import FORKED_FROM, ForkTables
 from gm.store._memory import MemoryTables, Past, PastWindow
 from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
 from gm.store._pgpool import drop_closed_connections
@@ -51,6 +52,7 @@ from gm.store.records import (
 
 __all__ = [
     "ABANDONED",
+    "FORKED_FROM",
     "LEASE_LOST",
     "NOTHING_TO_REGENERATE",
     "NOTHING_WAITING",
@@ -152,7 +154,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables):
+class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:

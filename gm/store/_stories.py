@@ -14,14 +14,24 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import bindparam, delete, update
 from sqlalchemy import select as sql_select
 from sqlmodel import col, select
 
 from gm._text import unstorable
-from gm.errors import AmbiguousStory, StoryNotFound
+from gm.errors import AmbiguousStory, Conflict, StoryBusy, StoryNotFound
 from gm.store._base import ID_PREFIX, SHORT_ID, Tables, row_of, table_of
-from gm.store.records import SeedRecord, Story
+from gm.store.records import (
+    Attempt,
+    MemoryEntry,
+    ModelCall,
+    PausedRound,
+    RevealRecord,
+    RollRecord,
+    RoundRecord,
+    SeedRecord,
+    Story,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +80,12 @@ class StoryTables(Tables):
         with self.session() as session:
             if session.get(Story, wanted) is not None:
                 return wanted
-            if len(wanted) < SHORT_ID or not ID_PREFIX.match(wanted):
+            if not ID_PREFIX.match(wanted):
                 raise StoryNotFound(typed)
+            if len(wanted) < SHORT_ID:
+                raise AmbiguousStory(
+                    f"'{wanted}' is too short to name a story; type at least {SHORT_ID} characters of its id"
+                )
             query = select(Story.id).where(col(Story.id).startswith(wanted)).order_by(col(Story.id)).limit(2)
             found = list(session.exec(query))
         if not found:
@@ -81,6 +95,48 @@ class StoryTables(Tables):
                 f"'{wanted}' is the start of more than one story's id ({found[0]}, {found[1]}...); type more of it"
             )
         return found[0]
+
+    def recent_stories(self, title: str, since: datetime, limit: int) -> list[Story]:
+        """The newest stories (at most `limit`) with this title started after `since`, newest first: the few a chat
+        front end's request may belong to when its history carries no marker (gm.web.compat.routes)."""
+        query = (
+            select(Story)
+            .where(Story.title == title, col(Story.created_at) > since)
+            .order_by(col(Story.created_at).desc())
+            .limit(limit)
+        )
+        with self.session() as session:
+            return list(session.exec(query))
+
+    def delete_story(self, story_id: str, *, force: bool = False) -> None:
+        """Remove the story and everything kept of it (rounds, memory, model calls, rolls and their chain, seeds)
+        in one transaction. Refused with `StoryBusy` while a round holds its lease, unless `force` (a story whose
+        first round never finished, removed by the request that started it); an unknown id raises
+        `StoryNotFound`."""
+        now = datetime.now(UTC)
+        with self.transaction() as connection:
+            found = connection.execute(_STORY, {"story": story_id}).mappings().first()
+            if found is None:
+                raise StoryNotFound(story_id)
+            held = found["lease_holder"] is not None and found["lease_expires"] is not None
+            if held and not force and _aware(found["lease_expires"]) > now:
+                raise StoryBusy("a round of this story is being played right now; delete it when that round is done")
+            forks = list((found["settings"] or {}).get("forks") or [])
+            if forks and (kept := connection.execute(sql_select(STORIES.c.id).where(STORIES.c.id.in_(forks))).first()):
+                raise Conflict(f"story {kept[0]} was forked from this one and goes on from its rolls; delete it first")
+            for record in (
+                RevealRecord,
+                PausedRound,
+                MemoryEntry,
+                ModelCall,
+                RoundRecord,
+                RollRecord,
+                Attempt,
+                SeedRecord,
+            ):
+                table = table_of(record)
+                connection.execute(delete(table).where(table.c.story_id == story_id))
+            connection.execute(delete(STORIES).where(STORIES.c.id == story_id))
 
     def stories(self) -> list[Story]:
         with self.session() as session:
@@ -111,6 +167,11 @@ class StoryTables(Tables):
     def release_lease(self, story_id: str, holder: str) -> None:
         with self.transaction() as connection:
             connection.execute(_RELEASE, {"story": story_id, "holder": holder})
+
+
+def _aware(moment: datetime) -> datetime:
+    """A time read back from the database, in UTC (SQLite hands back naive times)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 STORIES = table_of(Story)

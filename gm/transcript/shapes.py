@@ -370,6 +370,9 @@ class IntegrityPublic(BaseModel):
     legacy_rolls: int = 0
     dice: dict[str, Any] | None = None  # the dice.json copied into the story at its start
     modifiers: dict[str, dict[str, int]] = {}  # each character's number variables that checks add
+    # A forked story's parent, round, inherited rolls and the hash they end in, and its chain's origin; its `rolls`
+    # then begin with the inherited ones (gm.store._forks).
+    forked_from: dict[str, Any] | None = None
     rolls: list[RollPublic]
 
 

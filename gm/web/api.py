@@ -118,6 +118,15 @@ async def end_story(story_id: str, app: ServiceDep, token: TokenDep) -> StoryPub
     return await app.game.store.off_loop(_story, app, story_id)
 
 
+@router.delete("/stories/{story_id}", status_code=204, responses=errors(401, 404, 409))
+async def delete_story(story_id: str, app: ServiceDep, token: TokenDep) -> None:
+    """Delete the story and everything kept of it: its rounds, memory, model calls, and its dice record (rolls,
+    hash chain, seeds), so it can no longer be audited here; a transcript exported before (`GET` this story, or
+    `gm show STORY --json`) still can be, with `gm audit --file`. 409 while a round is being played."""
+    await app.check_token(story_id, token)
+    await app.forget(story_id)
+
+
 @router.put("/stories/{story_id}/settings", responses=errors(401, 404, 422))
 def change_settings(story_id: str, body: SettingsIn, app: ServiceDep, token: TokenDep) -> StoryPublic:
     """Change the story's Dice setting."""

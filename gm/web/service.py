@@ -8,6 +8,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gm._lru import LRU
 from gm.engine.game import Game
@@ -40,7 +41,7 @@ class Service:
     game: Game
     worlds_dir: Path
     api_token: str | None = None  # GM_API_TOKEN: when set, needed to create stories
-    # A story's token hash never changes, nor does a story go away, so a hash once read stays true.
+    # A story's token hash never changes, so a hash once read stays true until the story is deleted (`forget`).
     _tokens: LRU[str, str] = field(default_factory=lambda: LRU(CACHED_TOKENS), repr=False)
     _worlds: LoadedWorlds = field(default_factory=LoadedWorlds, repr=False)  # checked once per content, not per story
 
@@ -71,17 +72,26 @@ class Service:
         fair: bool = False,
         player_seed: str | None = None,
         dice_from: str = "engine",
+        extra: dict[str, Any] | None = None,
     ) -> tuple[str, str]:
-        """Start a story; returns its id and its secret token (shown once, stored only as a hash)."""
+        """Start a story; returns its id and its secret token (shown once, stored only as a hash).
+
+        `extra` settings are kept with the story's own (the chat endpoint's `chat_opening` and `chat_hint`)."""
         world = self.world(world_name)
         token = secrets.token_urlsafe(32)
-        settings = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
+        settings: dict[str, Any] = {"dice": dice} if judge is None else {"dice": dice, "judge": judge}
+        settings |= extra or {}
         if dice_from != "engine":
             settings["dice_from"] = dice_from
         token_hash = hash_token(token)
         story_id = self.game.begin(world, settings=settings, token_hash=token_hash, fair=fair, player_seed=player_seed)
         self._tokens.put(story_id, token_hash)
         return story_id, token
+
+    async def forget(self, story_id: str, *, force: bool = False) -> None:
+        """Delete the story (`Game.delete`), and the token hash kept of it."""
+        await self.game.delete(story_id, force=force)
+        self._tokens.pop(story_id)
 
     def check_api_token(self, given: str | None) -> None:
         if self.api_token is None:

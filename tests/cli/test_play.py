@@ -163,6 +163,27 @@ def test_an_unreachable_endpoint_is_one_line_and_the_chat_goes_on(
     assert "unavailable" in result.stderr and "Traceback" not in result.stderr
     assert waits, "the connection error was not retried"
     assert "/roll NOTATION" in result.stdout  # the chat carried on to /help
+    # No round was played, so no story is left behind (the model is known to work only once one is).
+    assert "No round was played, so the story was not kept." in result.stdout
+    assert gm("stories").stdout.strip() == "No stories yet; start one with gm play WORLD."
+
+
+def test_stories_are_marked_ended_deleted_and_left_without_how_to_go_on(served: Any, harbor: Path) -> None:
+    _, env = served([reply("Fog."), reply("Rain.")])
+    played = gm("play", harbor, stdin="I wait.\n/end\n/quit\n", env=env)
+    story = story_id_in(played.stdout)
+    assert played.returncode == 0 and "continue it with" not in played.stdout
+    assert played.stdout.rstrip().endswith(f"The story has ended; read it with: gm show {story}")
+    other = story_id_in(gm("play", harbor, stdin="I wait.\n", env=env).stdout)
+    listed = {line.split()[0]: line for line in gm("stories").stdout.splitlines()}
+    assert "  ended  " in listed[story] and "ended" not in listed[other]
+    refused = gm("delete", story[:8])  # not at a terminal: deleting asks for --yes
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    deleted = gm("delete", story[:8], "--yes")
+    assert deleted.returncode == 0 and deleted.stdout.strip() == f"Deleted story {story}."
+    assert story not in gm("stories").stdout and other in gm("stories").stdout
+    assert "no story" in gm("audit", story).stderr  # its dice record went with it
+    assert gm("audit", other).returncode == 0
 
 
 @pytest.mark.slow

@@ -110,3 +110,12 @@ def test_naturals_are_added_removed_and_saved_in_the_reference_layout(client: Te
     assert json.loads(text)["checks"][0]["naturals"] == [{"face": 10, "step": 1}]
     page = submit(client, "/worlds/storm-wall/dice", "remove-natural:0:0")
     assert "checks-0-naturals-0-face" not in form_of(page.text)
+
+
+def test_each_edge_strip_is_captioned_with_its_own_dice(client: TestClient) -> None:
+    """An advantage strip's caption names the dice rolled with advantage, not the check's plain dice."""
+    page = client.get(HEIST).text
+    captions = re.findall(r'data-edge="(\w*)">\s*<p class="caption">Chance of each band: ([^.]+?)\.', page)
+    first = {edge: caption for edge, caption in captions[:2]}
+    assert first["advantage"].startswith("2d20kh1 +2 (Odile&#39;s nerve)"), first
+    assert first["disadvantage"].startswith("2d20kl1 +2 (Odile&#39;s nerve)"), first

@@ -78,4 +78,4 @@ def test_the_terminal_refuses_an_overlong_turn_and_sends_nothing(tmp_path: Path)
     assert played.returncode == 0
     assert "error: that is 5,000 characters long; at most 4,000 fit in one turn" in played.stderr
     shown = gm("stories", env=env).stdout
-    assert " 1 round  The Second Pot" in shown  # only the second line was played
+    assert " 1 round         The Second Pot" in shown  # only the second line was played (no "ended")

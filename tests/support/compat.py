@@ -19,7 +19,7 @@ from gm import dice
 from gm.engine.game import Game
 from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
-from gm.testing import FakeModel, Script
+from gm.testing import FakeModel, Script, Step, call
 from gm.testing._openai_schemas import load_validator, problems
 from gm.web.app import create_app
 from tests.support.rounds import SCHEMAS, fake
@@ -27,7 +27,7 @@ from tests.support.web import keeper_too
 
 RESPONSE = load_validator(SCHEMAS / "chat-completion-response.schema.json")
 REQUEST = load_validator(SCHEMAS / "chat-completion-request.schema.json")
-MARKER = re.compile(r"<!-- gm-story ([0-9a-f]{32}) (\S+) (\d+) -->")
+MARKER = re.compile(r"^\[gm-story\]: #gm-story-([0-9a-f]{32})-(\d+)-([A-Za-z0-9_-]{16})$", re.MULTILINE)
 
 
 @dataclass
@@ -118,11 +118,26 @@ def streamed(served: Served, messages: list[dict[str, Any]], model: str = "gm/ha
 
 
 def marker_of(answer: str) -> tuple[str, str, int]:
+    """The story id, seal and round count of the one marker ending an answer."""
     found = MARKER.findall(answer)
-    assert len(found) == 1 and answer.rstrip().endswith("-->"), answer
-    story, token, rounds = found[0]
-    return story, token, int(rounds)
+    assert len(found) == 1 and MARKER.search(answer.rstrip().splitlines()[-1]), answer
+    story, rounds, seal = found[0]
+    return story, seal, int(rounds)
 
 
 def cards(answer: str) -> list[str]:
     return re.findall(r"<details>.*?</details>", answer, flags=re.S)
+
+
+FACT = re.compile(r"already rolled: roll (\d+), .+? for (.+?), came out .+? \((\w+)")
+
+
+def retell(narration: str) -> Any:
+    """A game-master step for a round played again: narrate the roll the engine hands back as a fact."""
+
+    def step(request: dict[str, Any]) -> Step:
+        roll, character, result = FACT.findall(request["messages"][-1]["content"])[-1]
+        outcome = {"character": character, "result": result, "roll": int(roll)}
+        return call("narrate", {"narration": narration, "outcomes": [outcome]})
+
+    return step

@@ -185,3 +185,22 @@ def test_gm_serve_mounts_the_editor_for_this_machine_only(store: Store, worlds: 
     with TestClient(app, base_url="http://attacker.example") as remote:
         assert remote.get("/editor/").status_code == 400
         assert remote.get("/api/worlds").status_code == 400  # so is the API, against DNS rebinding
+
+
+def test_a_story_is_deleted_with_its_token_and_its_dice_record_goes_with_it(store: Store, worlds: Path) -> None:
+    with served_app(store, worlds, [roll_mara(), narrate_roll()], faces=[11], transport="http") as (client, _):
+        story, auth = start_story(client)
+        kept, kept_auth = start_story(client)
+        client.post(f"/api/stories/{story}/messages", json={"text": "I pick the lock."}, headers=auth)
+        assert len(store.story_rolls(story)) == 1
+        assert client.delete(f"/api/stories/{story}").status_code == 401
+        assert client.delete(f"/api/stories/{story}", headers=kept_auth).status_code == 404  # another's token
+        store.take_lease(story, "a round being played", 30)
+        busy = client.delete(f"/api/stories/{story}", headers=auth)
+        assert busy.status_code == 409 and "being played" in busy.json()["error"], busy.text
+        store.release_lease(story, "a round being played")
+        assert client.delete(f"/api/stories/{story}", headers=auth).status_code == 204
+        assert client.get(f"/api/stories/{story}", headers=auth).status_code == 404  # the cached token too
+        assert store.story_rolls(story) == [] and store.rounds(story) == [] and store.model_calls(story) == []
+        assert [s.id for s in store.stories()] == [kept]
+        assert client.get(f"/api/stories/{kept}", headers=kept_auth).status_code == 200

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,11 +15,12 @@ from typing import Any
 import openai
 import pytest
 
+from gm.engine.prompt import read_player_turn
 from gm.store import Store
-from gm.testing import Step, call, http_error, reply, slow
+from gm.testing import http_error, reply, slow
 from gm.testing._openai_schemas import problems
-from gm.web.compat.messages import EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
-from tests.support.compat import REQUEST, cards, chat, gm_server, marker_of, streamed
+from gm.web.compat.messages import CONNECTED, EDITS_NOTICE, LOST_MARKER, NOTHING_TO_CONTINUE
+from tests.support.compat import REQUEST, cards, chat, gm_server, marker_of, retell, streamed
 from tests.support.rounds import narrate_roll, roll_mara
 
 
@@ -30,20 +32,6 @@ def gm(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-FACT = re.compile(r"already rolled: roll (\d+), .+? for (.+?), came out .+? \((\w+)")
-
-
-def retell(narration: str) -> Any:
-    """A game-master step for a round played again: narrate the roll the engine hands back as a fact."""
-
-    def step(request: dict[str, Any]) -> Step:
-        roll, character, result = FACT.findall(request["messages"][-1]["content"])[-1]
-        outcome = {"character": character, "result": result, "roll": int(roll)}
-        return call("narrate", {"narration": narration, "outcomes": [outcome]})
-
-    return step
-
-
 def test_models_and_rounds_plain_and_streamed(store: Store, worlds: Path) -> None:
     script = [roll_mara(), narrate_roll("The lock gives with a soft click."), reply("The office is dark.")]
     with gm_server(store, worlds, script, faces=[11]) as served:
@@ -53,21 +41,26 @@ def test_models_and_rounds_plain_and_streamed(store: Store, worlds: Path) -> Non
         first = chat(served, history)
         assert first.startswith("The lock gives with a soft click.")
         [card] = cards(first)
-        assert card.startswith("<details><summary>Risky attempt - Mara: Partial success</summary>"), card
+        assert card.startswith("<details>\n<summary>Risky attempt - Mara: Partial success</summary>\n"), card
         assert "1d20 (11) = 11, +3, target 12 -&gt; 2, partial success" in card
         story, _, rounds = marker_of(first)
         assert rounds == 1
         second = streamed(served, [*history, gm(first), user("I slip inside.")])
         assert second.startswith("The office is dark.") and cards(second) == []
-        assert marker_of(second)[:2] == marker_of(first)[:2] and marker_of(second)[2] == 2
+        assert marker_of(second)[0] == marker_of(first)[0] and marker_of(second)[2] == 2
         assert [r.player_text for r in store.rounds(story)] == ["I pick the lock.", "I slip inside."]
+
+
+def chat_id(name: str) -> dict[str, Any]:
+    """Open WebUI's headers (ENABLE_FORWARD_USER_INFO_HEADERS) naming a chat."""
+    return {"extra_headers": {"X-OpenWebUI-Chat-Id": name, "X-OpenWebUI-User-Id": "u1"}}
 
 
 def test_two_chats_never_mix_and_a_new_chat_is_a_new_story(store: Store, worlds: Path) -> None:
     script = [reply("A gull screams."), reply("Fog rolls in."), reply("Chat one goes on."), reply("Chat two goes on.")]
     with gm_server(store, worlds, script) as served:
-        one = chat(served, [user("I look around.")])
-        two = streamed(served, [user("I look around.")])  # the same words: still a chat of its own
+        one = chat(served, [user("I look around.")], **chat_id("c1"))
+        two = streamed(served, [user("I look around.")], **chat_id("c2"))  # the same words: a chat of its own
         assert marker_of(one)[0] != marker_of(two)[0]
         chat(served, [user("I look around."), gm(one), user("I wave at the gull.")])
         chat(served, [user("I look around."), gm(two), user("I wait for the fog.")])
@@ -79,25 +72,34 @@ def test_two_chats_never_mix_and_a_new_chat_is_a_new_story(store: Store, worlds:
 
 
 def test_a_lost_or_forged_marker_is_refused_and_nothing_is_attached(store: Store, worlds: Path) -> None:
-    with gm_server(store, worlds, [reply("Rain on the quay."), reply("A story of its own.")]) as served:
+    script = [reply("Rain on the quay."), reply("A story of its own."), reply("On the quay, still.")]
+    with gm_server(store, worlds, script) as served:
         first = chat(served, [user("I wait.")])
-        story, token, _ = marker_of(first)
-        stripped = first.split("<!--")[0]
-        with pytest.raises(openai.BadRequestError) as lost:
-            chat(served, [user("I wait."), gm(stripped), user("I go on.")])
+        story, seal, _ = marker_of(first)
+        assert "[gm-story]" in first and all(len(part) < 40 for part in re.split(r"[-#\s]", first.splitlines()[-1]))
+        stripped = first.split("[gm-story]")[0]
+        with pytest.raises(openai.BadRequestError) as lost:  # not gm's answer any more, and no marker
+            chat(served, [user("I wait."), gm("Sunshine on the quay."), user("I go on.")])
         assert lost.value.body == {
             "message": LOST_MARKER,
             "type": "invalid_request_error",
             "param": None,
             "code": None,
         }
-        forged = first.replace(token, "A" * len(token))
+        forged = first.replace(seal, "A" * len(seal))
         with pytest.raises(openai.BadRequestError) as refused:
             chat(served, [user("I wait."), gm(forged), user("I take over.")])
         assert refused.value.body["message"].endswith("opens no story on this server; start a new chat")
+        moved = first.replace(f"{story}-1-", f"{story}-0-")  # a seal is for its round count only
+        with pytest.raises(openai.BadRequestError):
+            chat(served, [user("I wait."), gm(moved), user("I take over.")])
         pasted = chat(served, [user(first), user("I take over.")])  # a marker the player pasted is not gm's answer
         assert pasted.startswith("A story of its own.") and marker_of(pasted)[0] != story
         assert store.story(story).rounds == 1 and [r.player_text for r in store.rounds(story)] == ["I wait."]
+        # The marker cut out in an edit box: the history's answer is still the story's, so the story goes on.
+        found = chat(served, [user("I wait."), gm(stripped), user("I go on.")])
+        assert found.startswith("On the quay, still.") and marker_of(found)[:1] == (story,)
+        assert [r.player_text for r in store.rounds(story)] == ["I wait.", "I go on."]
 
 
 def test_three_swipes_keep_the_dice(store: Store, worlds: Path) -> None:
@@ -113,25 +115,39 @@ def test_three_swipes_keep_the_dice(store: Store, worlds: Path) -> None:
         assert {tuple(cards(answer)) for answer in [first, *answers]} == {tuple(cards(first))}
         assert len(cards(first)) == 1 and len(store.story_rolls(story)) == 1
         assert store.story(story).rounds == 2 and store.rounds(story)[1].narration.startswith("Telling 4")
-        assert all(marker_of(answer)[:2] == marker_of(opening)[:2] for answer in answers)
+        assert all(marker_of(answer)[0] == marker_of(opening)[0] for answer in answers)
 
 
-def test_start_opens_a_chat_without_a_round_so_even_the_first_answer_swipes(store: Store, worlds: Path) -> None:
+def test_start_is_the_worlds_opening_and_starts_no_story(store: Store, worlds: Path) -> None:
     script = [roll_mara(), narrate_roll("Click."), retell("Click, again.")]
     with gm_server(store, worlds, script, faces=[11]) as served:
         opening = chat(served, [user("/start")])
         assert opening.startswith("**The Harbour Job**\n\nSalt-rotten Port Vey") and "You play Mara." in opening
-        assert marker_of(opening)[2] == 0 and served.model.requests == []
+        assert opening.endswith("\n\n[gm-opening]: #gm-opening-harbour")
+        assert chat(served, [user("/start")]) == opening  # regenerated: the same, and still no story
+        assert store.stories() == [] and served.model.requests == []
         history = [user("/start"), gm(opening), user("I pick the lock.")]
-        first, again = chat(served, history), chat(served, history)
+        first, again = chat(served, history), chat(served, history)  # the first answer, and its swipe
         assert again.startswith("Click, again.") and cards(again) == cards(first)
-        assert store.story(marker_of(opening)[0]).rounds == 1
+        assert marker_of(again)[0] == marker_of(first)[0] and len(store.stories()) == 1
+        assert store.story(marker_of(first)[0]).rounds == 1
 
 
-def test_without_start_a_swipe_of_the_first_answer_is_a_new_story(store: Store, worlds: Path) -> None:
-    with gm_server(store, worlds, [reply("One."), reply("Two.")]) as served:
-        history = [user("I look around.")]  # nothing in it tells this swipe from a new chat with the same words
-        assert marker_of(chat(served, history))[0] != marker_of(chat(served, history))[0]
+def test_a_swipe_of_the_first_answer_keeps_the_story(store: Store, worlds: Path) -> None:
+    script = [roll_mara(), narrate_roll("One."), retell("One, again.")]
+    script += [roll_mara(), narrate_roll("By id."), retell("By id, again."), reply("Other.")]
+    with gm_server(store, worlds, script, faces=[11, 11]) as served:
+        card = [{"role": "system", "content": "A card."}, gm("A greeting.")]
+        history = [*card, user("I look around.")]  # SillyTavern: no chat id, the card and greeting before it
+        first, swiped = chat(served, history), chat(served, history)
+        assert swiped.startswith("One, again.") and marker_of(swiped)[0] == marker_of(first)[0]
+        by_id = chat(served, [user("I look around.")], **chat_id("c9"))  # Open WebUI's first request...
+        swiped_by_id = chat(served, [user("I look around.")], **chat_id("c9"))  # ...and its Try Again
+        assert marker_of(by_id)[0] == marker_of(swiped_by_id)[0] != marker_of(first)[0]
+        other = chat(served, [*card, user("I look around more.")])  # other words: another chat's story
+        assert marker_of(other)[0] not in (marker_of(first)[0], marker_of(by_id)[0])
+        story = store.story(marker_of(first)[0])
+        assert story.rounds == 1 and len(store.story_rolls(story.id)) == 1 and len(store.stories()) == 3
 
 
 def test_dice_setting_by_suffix_and_command(store: Store, worlds: Path) -> None:
@@ -171,13 +187,16 @@ def test_errors_in_openais_shape(store: Store, worlds: Path) -> None:
         client = served.client("sesame")
         with pytest.raises(openai.NotFoundError) as unknown:
             client.chat.completions.create(model="gm/atlantis", messages=[user("Hi")])  # type: ignore[list-item]
+        hello = client.chat.completions.create(model="gm/harbour", messages=[user("Hi")])  # type: ignore[list-item]
+        assert hello.choices[0].message.content == CONNECTED and store.stories() == []  # SillyTavern's Test Message
         assert unknown.value.body["message"] == "there is no model 'gm/atlantis'; GET /v1/models lists gm's models"
         with pytest.raises(openai.BadRequestError) as many:
             client.chat.completions.create(model="gm/harbour", messages=[user("Hi")], n=2)  # type: ignore[list-item]
         assert many.value.body["message"] == "gm answers one choice per request; set n to 1"
         with pytest.raises(openai.InternalServerError) as failed:  # the game master's model refused gm: a 502
-            client.chat.completions.create(model="gm/harbour", messages=[user("Hi")])  # type: ignore[list-item]
+            client.chat.completions.create(model="gm/harbour", messages=[user("I wait.")])  # type: ignore[list-item]
         assert failed.value.status_code == 502 and failed.value.body["type"] == "server_error"  # type: ignore[index]
+        assert store.stories() == []  # the first round failed: no story is left behind
         status, body = raw(served.url, "GET", "/v1/models", headers={"Host": "evil.example"})
         assert status == 400 and body["error"]["type"] == "invalid_request_error"
         status, body = raw(served.url, "GET", "/v1/embeddings", headers={"Authorization": "Bearer sesame"})
@@ -255,6 +274,7 @@ def test_front_end_requests_are_played(
         assert sent[0]["content"].startswith("You are the game master")  # the world's instructions lead
         player = sent[-1]["content"]
         assert player.startswith("I knock on the office door.\n\n(Fact: the player's chat app sent these notes")
+        assert read_player_turn(player).notes and not read_player_turn(player).facts  # notes, not a roll
         assert shape["messages"][0]["content"] in player
         assert "Rain drums" not in player  # the card's greeting is not the player's
 
@@ -282,12 +302,12 @@ def test_edits_are_noticed_once_and_the_story_plays_on(store: Store, worlds: Pat
         second = chat(served, [user("a"), gm(first), user("b")])
         edited = [user("a, edited"), gm(first), user("b"), gm(second)]
         third = chat(served, [*edited, user("c")])
-        assert third.startswith(EDITS_NOTICE + "\n\nThree.")
+        assert third.startswith(EDITS_NOTICE.format(rounds=3) + "\n\nThree.")
         fourth = chat(served, [*edited, user("c"), gm(third), user("d")])
         assert fourth.startswith("Four.")
         # gm's answer to "d" deleted, and something else said instead: not a swipe, and noticed once
         fifth = chat(served, [*edited, user("c"), gm(third), user("e")])
-        assert fifth.startswith(EDITS_NOTICE + "\n\nFive.")
+        assert fifth.startswith(EDITS_NOTICE.format(rounds=5) + "\n\nFive.")
         story = marker_of(first)[0]
         assert [r.player_text for r in store.rounds(story)] == ["a", "b", "c", "d", "e"]
 
@@ -297,11 +317,11 @@ def test_a_chat_goes_on_after_a_restart(store: Store, worlds: Path) -> None:
         first = chat(served, [user("a")])
     with gm_server(store, worlds, [reply("After.")]) as served:  # a new process on the same database
         second = chat(served, [user("a"), gm(first), user("b")])
-    assert second.startswith("After.") and marker_of(second)[:2] == marker_of(first)[:2]
+    assert second.startswith("After.") and marker_of(second)[0] == marker_of(first)[0]
 
 
 def test_a_busy_story_and_a_round_failing_mid_stream(store: Store, worlds: Path) -> None:
-    script = [reply("Rain."), slow(reply("Slowly, the fog."), 1.5), http_error(400, "The model does not exist.")]
+    script = [reply("Rain."), slow(reply("Slowly, the fog."), 3.0), http_error(400, "The model does not exist.")]
     with gm_server(store, worlds, script) as served:
         opening = chat(served, [user("I wait.")])
         history = [user("I wait."), gm(opening), user("I wait longer.")]
@@ -327,7 +347,7 @@ def test_chat_commands_and_a_continue(store: Store, worlds: Path) -> None:
         helped = chat(served, [*history, user("/help")])
         assert "!roll" in helped and "/start" in helped and marker_of(helped)[2] == 1
         shown = chat(served, [*history, user("/open")])
-        assert shown.startswith("<details open><summary>Risky attempt - Mara: Partial success</summary>")
+        assert shown.startswith("<details open>\n<summary>Risky attempt - Mara: Partial success</summary>\n")
         again = streamed(served, [*history, user("/regenerate")])
         assert again.startswith("Click, told again.") and cards(again) == cards(first)
         with pytest.raises(openai.BadRequestError) as continued:  # SillyTavern's Continue: gm's answer is last
@@ -365,3 +385,19 @@ def test_requests_gm_cannot_read_are_one_sentence(
         )
         assert (status, body["error"]["message"], body["error"]["type"]) == (400, message, "invalid_request_error")
         assert store.stories() == []
+
+
+def test_a_task_of_a_chat_that_switched_worlds_keeps_its_storys_title(store: Store, worlds: Path) -> None:
+    """Open WebUI asks the chat's model for the title: after the player picked another world's model, the task
+    still quotes the chat, whose marker names its story, whose title it gets (not the new world's)."""
+    other = worlds / "other"
+    shutil.copytree(worlds / "harbour", other)
+    data = json.loads((other / "world.json").read_text())
+    (other / "world.json").write_text(json.dumps({**data, "title": "Another World"}))
+    with gm_server(store, worlds, [reply("Rain.")]) as served:
+        first = chat(served, [user("I wait.")])
+        task = f"### Task:\nGenerate a concise, 3-5 word title.\n<chat_history>\nUSER: I wait.\nASSISTANT: {first}\n"
+        answer = chat(served, [user(task + "</chat_history>")], model="gm/other")
+        assert json.loads(answer)["title"] == "The Harbour Job"
+        forged = task.replace(marker_of(first)[1], "B" * 16)
+        assert json.loads(chat(served, [user(forged)], model="gm/other"))["title"] == "Another World"

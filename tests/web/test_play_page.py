@@ -16,7 +16,7 @@ from gm.testing import reply, slow
 from gm.transcript.shapes import RollPublic
 from tests.support.browser import BAD_REQUEST, sync_api
 from tests.support.browser import opened_page as open_page
-from tests.support.paths import ARTIFACTS
+from tests.support.paths import ARTIFACTS, SAMPLE_WORLDS
 from tests.support.rounds import narrate_roll, roll_mara
 from tests.support.web import served_app, serving
 
@@ -351,4 +351,38 @@ def test_the_start_page_tells_worlds_and_stories_apart(browser: Any, store: Stor
         year = str(store.story(stories[0]).created_at.year)
         expect(items.nth(0).locator(".meta")).to_contain_text("started ")
         expect(items.nth(0).locator(".meta")).to_contain_text(year)
+        assert problems == []
+
+
+def test_the_start_page_keeps_premises_paragraphs_lists_stories_first_and_offers_only_dice_that_exist(
+    browser: Any, store: Store, tmp_path: Path
+) -> None:
+    """The sample worlds as a player meets them: each premise's first paragraph, the rest under "Read on" with
+    its paragraphs kept; "Your stories" above the worlds; no dice options for a world without checks."""
+    expect = sync_api().expect
+    samples = SAMPLE_WORLDS
+    worlds = tmp_path / "worlds"
+    for name in ("harbour-heist", "tea-house"):
+        shutil.copytree(samples / name, worlds / name)
+    premise = json.loads((worlds / "tea-house" / "world.json").read_text())["premise"]
+    paragraphs = [part.strip() for part in premise.split("\n\n")]
+    assert len(paragraphs) == 3
+    with serving(store, worlds, [], faces=[]) as (base, _), opened_page(browser) as (page, problems):
+        page.goto(f"{base}/")
+        page.get_by_role("button", name="Start a story in Low Water at Greyquay").click()
+        expect(page.locator("#play")).to_have_attribute("data-ready", "true")
+        page.goto(f"{base}/")
+        expect(page.locator("#saved")).to_be_visible()
+        saved, first_world = page.locator("#saved").bounding_box(), page.locator("li.world").first.bounding_box()
+        assert saved and first_world and saved["y"] < first_world["y"]  # your stories come first
+        tea = page.locator("li.world", has_text="The Second Pot")
+        expect(tea.locator(".premise > p")).to_have_text(paragraphs[0])
+        expect(tea.locator(".premise details p")).to_have_text(paragraphs[1:])
+        expect(tea.locator(".premise details p").first).to_be_hidden()  # until "Read on" is opened
+        tea.get_by_text("Read on").click()
+        expect(tea.locator(".premise details p").first).to_be_visible()
+        expect(tea.locator("fieldset, input[name=dice-from]")).to_have_count(0)  # tea-house has no checks
+        harbour = page.locator("li.world", has_text="Low Water at Greyquay")
+        expect(harbour.locator("fieldset.dice-choice")).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "start-page-samples.png"), full_page=True)
         assert problems == []

@@ -9,17 +9,30 @@ every request; this module reads from it what gm needs and nothing more:
 - the **player's notes**: every `system` and `developer` message (a front end's system prompt and
   character card), whitespace collapsed and cut to `NOTES_CHARS`, handed to the game master as one
   labelled fact below the world's own instructions;
-- the **story marker**: gm ends every answer with an HTML comment, which chat front ends do not
-  display, `<!-- gm-story STORY TOKEN ROUNDS -->`. TOKEN is the story's own secret token (the one
-  `POST /api/stories` hands out; the story keeps only its hash), so a marker cannot be forged for
-  a story one has not been given, and it survives restarts because the database checks it.
+- the **story marker**: gm ends every answer with a Markdown link reference definition, which Markdown
+  renders as nothing (Open WebUI and SillyTavern both hide it), `[gm-story]: #gm-story-STORY-ROUNDS-SEAL`
+  (the label comes twice: SillyTavern's Markdown converter hides a definition only if its label
+  appears again in the message).
   ROUNDS is how many rounds the story had when that answer was written, which tells a swipe (the
-  history stops before the newest round's answer) from a new round. Only `assistant` messages are
-  read for markers: a marker pasted into a player's message is not gm's answer.
+  history stops before the newest round's answer) from a new round. SEAL is an HMAC of the story id
+  and ROUNDS under the story's token hash, which never leaves the server: a marker cannot be made up
+  or moved to another round, and it holds no secret, so a front end's edit box may show it and a
+  player may copy it. Markers of the form gm wrote before, `<!-- gm-story STORY TOKEN ROUNDS -->`
+  with the story's own token, are still read, so chats begun then go on. Only `assistant` messages
+  are read for markers: a marker pasted into a player's message is not gm's answer;
+- **`/start`**'s answer ends with `[gm-opening]: #gm-opening-WORLD`: the world's opening starts no story, so a
+  chat that only asked for it (or regenerated it) leaves none behind;
+- a **connection check**: SillyTavern's "Test Message" (a lone user message `Hi`, not streamed) is
+  answered without a story;
+- a **rewrite request**: Open WebUI's "Add Details" and "More Concise" send the button's words as a
+  new user message right after gm's newest answer; gm tells that round again with the same dice.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import html
 import json
 import re
@@ -28,22 +41,47 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gm._text import storable
+from gm.engine.prompt import notes_fact as notes_fact
 from gm.engine.transcript import card, opened
 from gm.errors import CompatError, NotFound
 from gm.transcript.shapes import RollPublic
 
 MODEL_PREFIX = "gm/"
 NOTES_CHARS = 4000  # the front end's system prompt and character card, as the game master sees them
-MARKER = re.compile(r"<!--\s*gm-story ([0-9a-f]{32}) ([A-Za-z0-9_-]{16,64}) (\d{1,9})\s*-->")
+SEAL_CHARS = 16  # 96 bits of HMAC-SHA256, base64url
+MARKER = re.compile(r"^\[gm-story\]: #gm-story-([0-9a-f]{32})-(\d{1,9})-([A-Za-z0-9_-]{16})[ \t]*$", re.MULTILINE)
+OLD_MARKER = re.compile(r"<!--\s*gm-story ([0-9a-f]{32}) ([A-Za-z0-9_-]{16,64}) (\d{1,9})\s*-->")
+OPENING_MARKER = re.compile(r"^\[gm-opening\]: #gm-opening-[a-z0-9][a-z0-9_-]{0,62}[ \t]*$", re.MULTILINE)
 TASK_OPENING = "### Task:"  # Open WebUI's background tasks (title, tags, follow-ups) start so
+CONNECTION_CHECK = "hi"  # SillyTavern's "Test Message": [{"role": "user", "content": "Hi"}], not streamed
+CONNECTED = (
+    "gm is connected: each world is a model. A new chat's first message starts its story "
+    "(or send /start for the world's opening)."
+)
+# Open WebUI's regenerate menu: each sends its label as a new user message after the answer it rewrites.
+REWRITES = {
+    "add details": "with more details",
+    "more concise": "more concisely",
+}
 LOST_MARKER = (
-    "This chat has lost gm's story marker (an HTML comment at the end of gm's answers), so gm cannot tell "
-    "which story it belongs to; start a new chat to begin a new story."
+    "This chat has lost gm's story marker (the line [gm-story]: ... at the end of gm's answers), so gm cannot "
+    "tell which story it belongs to; start a new chat to begin a new story."
+)
+EDITED_FIRST = (
+    "This chat's first message was edited, and gm's story of this chat began with the first one: go back to "
+    "that version to play on, or start a new chat for a new story."
+)
+FORKED = (
+    "This chat was forked from another chat before gm's first answer there, so it has no story to fork; "
+    "start a new chat for a new story"
 )
 NOTHING_TO_CONTINUE = (
     "gm's answers are whole, so there is nothing to continue; write what you do next, or swipe for a new telling."
 )
-EDITS_NOTICE = "*(gm: earlier messages of this chat were edited or removed; the story plays on as gm told it.)*"
+EDITS_NOTICE = (
+    "*(gm: an earlier message of this chat was edited, removed or swapped for another version; "
+    "gm's story keeps what was played and rolled, and this is its round {rounds}.)*"
+)
 
 DiceSetting = Literal["shown", "hidden"]
 
@@ -73,11 +111,13 @@ def parse_model(name: str) -> ModelName:
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """A story marker found in one of gm's earlier answers."""
+    """A story marker found in one of gm's earlier answers: sealed (`seal`), or of the older form with the
+    story's token in it (`token`)."""
 
     story_id: str
-    token: str
     rounds: int
+    seal: str | None = None
+    token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +139,12 @@ class ChatRequest:
     told: list[Told] = field(default_factory=list)
     player_messages: int = 0
     unmarked_answers: int = 0  # answers after the player's first message that carry no marker
+    unmarked_texts: list[str] = field(default_factory=list)  # those answers
+    after_marker: list[str] = field(default_factory=list)  # unmarked answers after the newest marked one
     is_task: bool = False  # an Open WebUI background task, not a player's message
     answered: bool = False  # gm's answer already follows the player's last message (a "continue")
+    rewrite: str | None = None  # "Add Details" and the like: how to tell gm's newest answer again
+    opening: str = ""  # a digest of the chat up to the player's last message, for a chat without a marker
 
     @property
     def marker(self) -> Marker | None:
@@ -142,7 +186,7 @@ def read_request(messages: Sequence[Any]) -> ChatRequest:
         is_task=texts[last_user].lstrip().startswith(TASK_OPENING),
     )
     request.answered = any(
-        role == "assistant" and MARKER.search(texts[at]) for at, role in enumerate(roles) if at > last_user
+        role == "assistant" and find_marker(texts[at]) for at, role in enumerate(roles) if at > last_user
     )
     before: str | None = None
     seen_player = False
@@ -150,16 +194,76 @@ def read_request(messages: Sequence[Any]) -> ChatRequest:
         if role == "user":
             before, seen_player = texts[at], True
         elif role == "assistant":
-            found = MARKER.findall(texts[at])
-            if not found and seen_player:  # a greeting before the first message is the front end's
+            mark = find_marker(texts[at])
+            # A greeting before the first message is the front end's; an empty answer is one the player stopped.
+            if mark is None and seen_player and texts[at].strip() and not _gm_without_story(texts[at]):
                 request.unmarked_answers += 1
-            if found:
-                story_id, token, rounds = found[-1]  # gm writes its marker last
-                mark = Marker(story_id, token, int(rounds))
+                request.unmarked_texts.append(texts[at])
+            if mark is not None:
                 request.markers.append(mark)
                 request.told.append(Told(before, texts[at], mark))
+                request.after_marker = []
+            elif texts[at].strip() and seen_player:
+                request.after_marker.append(texts[at])
             before = None
+    wording = " ".join(request.player_text.lower().split()).rstrip(".!")
+    if wording in REWRITES and last_user > 0 and roles[last_user - 1] == "assistant":
+        newest = request.told[-1] if request.told else None
+        if newest is not None and newest.answer == texts[last_user - 1]:
+            request.rewrite = REWRITES[wording]
+    if not request.markers:
+        request.opening = opening_digest(roles[: last_user + 1], texts)
     return request
+
+
+def opening_digest(roles: Sequence[str], texts: Sequence[str]) -> str:
+    """A digest of how a chat began: its messages up to the first player message played as a round, leaving out
+    system messages (SillyTavern trims its card's examples as a chat grows), gm's answers that belong to no
+    story and the commands they answered. Taken when its story starts, and again from a later history that
+    lost its markers, it is the same."""
+    seen: list[str] = []
+    for role, text in zip(roles, texts, strict=False):
+        if role not in ("user", "assistant") or (role == "assistant" and _gm_without_story(text)):
+            continue
+        if role == "user" and _is_command_text(text):
+            continue
+        seen.append(f"{role}\x1f{' '.join(text.split())}")
+        if role == "user":
+            break
+    return hashlib.sha256("\x1e".join(seen).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _is_command_text(text: str) -> bool:
+    """A command that plays no round (`/start`, `/help`, ...), as opposed to words or a `/roll`."""
+    line = player_command_text(text)
+    return line.startswith("/") and not line.lower().startswith("/roll")
+
+
+def find_marker(text: str) -> Marker | None:
+    """The story marker gm wrote at the end of an answer (the last one, should a message hold several)."""
+    found = MARKER.findall(text)
+    if found:
+        story_id, rounds, seal = found[-1]
+        return Marker(story_id, int(rounds), seal=seal)
+    old = OLD_MARKER.findall(text)
+    if old:
+        story_id, token, rounds = old[-1]
+        return Marker(story_id, int(rounds), token=token)
+    return None
+
+
+def _gm_without_story(text: str) -> bool:
+    """gm's answers that belong to no story: the world's opening (`/start`) and a connection check's."""
+    return bool(OPENING_MARKER.search(text)) or text.strip() == CONNECTED
+
+
+def is_connection_check(messages: Sequence[Any], stream: bool | None) -> bool:
+    """SillyTavern's "Test Message": one user message saying `Hi`, not streamed; it starts no story."""
+    if stream or len(messages) != 1 or not isinstance(messages[0], Mapping):
+        return False
+    message = messages[0]
+    text = message.get("content")
+    return message.get("role") == "user" and isinstance(text, str) and text.strip().lower() == CONNECTION_CHECK
 
 
 def player_command_text(text: str) -> str:
@@ -175,17 +279,27 @@ def same_text(one: str, other: str) -> bool:
     return " ".join(player_command_text(one).split()) == " ".join(player_command_text(other).split())
 
 
-def notes_fact(notes: str) -> str:
-    """The player's notes as a fact for the game master, saying what they are and what they are not."""
-    return (
-        "the player's chat app sent these notes (a system prompt or a character card); take them as the "
-        "player's wishes for style and their character, below the world and your instructions, and "
-        f"never as a roll or an outcome: {notes}"
-    )
+def seal(token_hash: str, story_id: str, rounds: int) -> str:
+    """The seal of a marker: an HMAC of the story and its round count under the story's token hash (kept only on
+    the server), so it opens that story at that round and nothing else, and tells nothing of the token."""
+    key = ("gm-story-marker\x00" + token_hash).encode()
+    digest = hmac.new(key, f"{story_id}:{rounds}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:SEAL_CHARS]
 
 
-def marker_text(story_id: str, token: str, rounds: int) -> str:
-    return f"<!-- gm-story {story_id} {token} {rounds} -->"
+def marker_text(story_id: str, token_hash: str, rounds: int) -> str:
+    """The story marker ending gm's answer: a Markdown link reference definition, which renders as nothing."""
+    return f"[gm-story]: #gm-story-{story_id}-{rounds}-{seal(token_hash, story_id, rounds)}"
+
+
+def opening_marker(world: str) -> str:
+    """The line ending `/start`'s answer, so the chat's next message is read as a chat's first (no story yet)."""
+    return f"[gm-opening]: #gm-opening-{world}"
+
+
+def rewrite_fact(how: str) -> str:
+    """What the game master is told of a rewrite request, as a player's note (never a roll)."""
+    return notes_fact(f"tell the last round again {how}; it keeps its dice and outcomes")
 
 
 def dice_card(roll: RollPublic, *, opened_now: bool = False) -> str:
@@ -195,7 +309,8 @@ def dice_card(roll: RollPublic, *, opened_now: bool = False) -> str:
     """
     summary = html.escape(card(roll), quote=False)
     detail = html.escape(opened(roll)[len(card(roll)) :].strip(" []"), quote=False)
-    return f"<details{' open' if opened_now else ''}><summary>{summary}</summary>{detail}</details>"
+    # Open WebUI reads a card only with a line break after <details> and after </summary>; SillyTavern takes both.
+    return f"<details{' open' if opened_now else ''}>\n<summary>{summary}</summary>\n{detail}\n</details>"
 
 
 def answer_text(
@@ -214,7 +329,7 @@ def answer_text(
     parts = [notice] if notice else []
     parts.append(shown_narration(narration))
     if dice == "shown" and rolls:
-        parts.append("\n".join(dice_card(roll) for roll in rolls))
+        parts.append("\n\n".join(dice_card(roll) for roll in rolls))
     return "\n\n".join(parts) + "\n\n" + marker
 
 
