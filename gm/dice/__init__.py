@@ -20,12 +20,13 @@ from gm.dice.roller import (
     check_successes,
     for_one_roll,
     random_source,
+    replay,
     require_dice,
     roll,
     seeded_source,
     system_source,
 )
-from gm.dice.tree import Constant, Dice, Expression, Keep
+from gm.dice.tree import Constant, Dice, Explode, Expression, FaceSet, Keep, Reroll, Successes
 
 __all__ = [
     "Constant",
@@ -35,12 +36,16 @@ __all__ = [
     "DiceRoll",
     "DiceSource",
     "DiceSyntaxError",
+    "Explode",
     "Expression",
+    "FaceSet",
     "GivenFaces",
     "Keep",
     "Odds",
     "PerRollSource",
+    "Reroll",
     "Roll",
+    "Successes",
     "bounds",
     "check_successes",
     "estimate_cost",
@@ -48,6 +53,7 @@ __all__ = [
     "odds",
     "parse",
     "random_source",
+    "replay",
     "require_dice",
     "roll",
     "seeded_source",

@@ -15,8 +15,9 @@ from typing import Protocol, cast, runtime_checkable
 
 from gm.dice.errors import DiceError
 from gm.dice.parser import parse
+from gm.dice._chains import counted, kept_dice, roll_term, term_value
 from gm.dice.result import Roll
-from gm.dice.tree import Constant, Expression
+from gm.dice.tree import Constant, Dice, Expression
 
 DiceSource = Callable[[int, int], list[int]]
 
@@ -105,6 +106,8 @@ def roll(
         source = _SYSTEM if seed is None else seeded_source(seed)
     if hit is not None:
         check_successes(expression, hit)
+    if not expression.plain:
+        return _roll_terms(expression, [source] * len(expression.dice), hit)
     total = expression.constant
     successes = 0
     rolled: list[tuple[int, ...]] = []
@@ -124,6 +127,45 @@ def roll(
     return Roll(expression, tuple(rolled), total, hit, successes)
 
 
+def replay(notation: str | Expression, faces: Sequence[Sequence[int]], *, hit: int | None = None) -> Roll:
+    """The roll that `faces` (one list a dice term, in the order rolled, as a `Roll` keeps them) make of
+    `notation`; a `DiceError` in one sentence when they are not what it rolls."""
+    expression = notation if isinstance(notation, Expression) else parse(notation)
+    if hit is not None:
+        check_successes(expression, hit)
+    if len(faces) != len(expression.dice):
+        raise DiceError(
+            expression.text, f"{len(faces)} lists of faces were given, one for each of its {len(expression.dice)} dice terms"
+        )
+    sources = [GivenFaces(given) for given in faces]
+    result = _roll_terms(expression, list(sources), hit)
+    for term, source in zip(expression.dice, sources):
+        if source.left_over:
+            raise DiceError(
+                expression.text,
+                f"{term.text} at column {term.column} rolled {source.used} faces, but {len(source.faces)} were given",
+            )
+    return result
+
+
+def _roll_terms(expression: Expression, sources: list[DiceSource], hit: int | None) -> Roll:
+    """A roll of any notation, each dice term with its own source (the same one, when rolling)."""
+    total = expression.constant
+    successes = 0
+    rolled: list[tuple[int, ...]] = []
+    for term, source in zip(expression.dice, sources):
+        flat, chains = roll_term(term, source)
+        rolled.append(flat)
+        kept = kept_dice(term, chains)
+        subtotal = sum(term_value(term, chain) for chain, keep in zip(chains, kept) if keep)
+        total += -subtotal if term.negative else subtotal
+        if hit is not None:
+            successes += sum(counted(term, chain, hit) for chain, keep in zip(chains, kept) if keep)
+    if hit is None:
+        return Roll(expression, tuple(rolled), total)
+    return Roll(expression, tuple(rolled), total, hit, successes)
+
+
 def check_successes(expression: Expression, hit: int) -> None:
     """Refuse notation that cannot be read as successes: constants, subtracted dice, an unreachable hit."""
     for term in expression.terms:
@@ -137,9 +179,34 @@ def check_successes(expression: Expression, hit: int) -> None:
                 expression.text,
                 f"a successes reading counts dice, so the subtracted dice at column {term.column} have no place",
             )
-    largest = max(term.sides for term in expression.dice)
+        if term.successes is not None:
+            raise DiceError(
+                expression.text,
+                f"{term.text} at column {term.column} counts its own successes, so a successes reading with a "
+                "hit has no place; read its total instead",
+            )
+        if term.fudge:
+            raise DiceError(
+                expression.text,
+                f"Fudge dice are read as their total, so the successes reading of {term.text} at column "
+                f"{term.column} has no place",
+            )
+        if term.counts_each_roll and term.keep is not None:
+            raise DiceError(
+                expression.text,
+                f"{term.text} at column {term.column} counts every exploding roll, so it cannot also keep or drop "
+                "dice; compound the explosions with '!!' to count one value a die",
+            )
+    largest = max(_highest_face(term) for term in expression.dice)
     if isinstance(hit, bool) or not isinstance(hit, int) or not 1 <= hit <= largest:
         raise DiceError(expression.text, f"hit {hit} can never be rolled, expected a face from 1 to {largest}")
+
+
+def _highest_face(term: Dice) -> int:
+    """The highest face a successes reading can compare: a compounded die's highest sum, else its sides."""
+    if term.explode is not None and term.explode.compound:
+        return term.die_high
+    return max(term.settled_faces())
 
 
 def require_dice(expression: Expression) -> None:
