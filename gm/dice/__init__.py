@@ -8,7 +8,7 @@
 Fraction(1, 6)
 """
 
-from gm.dice.bounds import bounds
+from gm.dice.bounds import bounds, spans
 from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
 from gm.dice.odds import Odds, estimate_cost, odds
 from gm.dice.parser import parse
@@ -57,5 +57,6 @@ __all__ = [
     "require_dice",
     "roll",
     "seeded_source",
+    "spans",
     "system_source",
 ]

@@ -90,6 +90,9 @@ def _equation(groups: Sequence[Group]) -> tuple[Sparse, Sparse, int, int]:
 
 def power_cost(groups: Sequence[Group]) -> int:
     """About how many multiplications `power` takes for these groups (each term of L and R, each coefficient)."""
+    groups = [(counts, dice) for counts, dice in groups if dice]
+    if len(groups) == 1 and groups[0][1] == 1:
+        return len(groups[0][0])
     whole, right, _, width = _equation(groups)
     return width * (len(whole) + len(right))
 
@@ -102,6 +105,8 @@ def power(groups: Sequence[Group]) -> list[int]:
     groups = [(counts, dice) for counts, dice in groups if dice]
     if not groups:
         return [1]
+    if len(groups) == 1 and groups[0][1] == 1:
+        return list(groups[0][0])
     whole, right, start, width = _equation(groups)
     lead = whole[0]
     symmetric = all(counts == counts[::-1] for counts, _ in groups)
