@@ -13,9 +13,10 @@ holds the value wins. A check may also declare `advantage` and `disadvantage` di
 
 Validation returns every problem at once. Errors: anything the schema refuses, duplicate keys, bad
 notation, a successes check without `hit` or with constants or subtracted dice, `min` above `max`,
-repeated band labels, and an `absolute` check with a reachable value in no band. Warnings: bands
-no value can reach, and stretches of values in no band of an `over`/`under` check (a roll landing
-there is void). This module does no I/O; `gm.world.loading` reads dice.json from disk.
+repeated band labels (compared trimmed, case-folded and in Unicode's composed form), and an `absolute`
+check with a reachable value in no band. Warnings: bands no value can reach, stretches of values in no
+band of an `over`/`under` check (a roll landing there is void), and a check whose bands all give one
+result (no roll of it can ever be made). This module does no I/O; `gm.world.loading` reads dice.json from disk.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from gm import dice
 from gm.dice.tree import Expression as Notation
 from gm.errors import UsageError
 from gm.problems import Problem, ProblemsError, document_order, schema_problems, text_problems
+from gm.rules._labels import label_key
 from gm.rules.coverage import coverage_problems
 from gm.rules.tabletop import build_table, table_problems
 
@@ -133,6 +135,11 @@ class Check:
         Every value between them can occur (see `gm.dice.bounds`)."""
         return dice.bounds(self.rolled(edge), self.hit_read)
 
+    def spans_for(self, edge: Edge | None = None) -> tuple[tuple[int, int], ...]:
+        """Every value `rolled(edge)` can give under this reading, before any modifier, as disjoint stretches
+        (rerolled and exploding dice can skip values; see `gm.dice.spans`)."""
+        return _spans(self.rolled(edge).text, self.hit_read)
+
     @property
     def reachable(self) -> tuple[int, int]:
         """`reachable_for` with no edge."""
@@ -210,6 +217,11 @@ def _term_text(term: dice.Dice | dice.Constant) -> str:
     return str(term.value) if isinstance(term, dice.Constant) else term.text
 
 
+@lru_cache(maxsize=1024)  # by text: a check's values are asked for every roll and every gm check
+def _spans(notation: str, hit: int | None) -> tuple[tuple[int, int], ...]:
+    return dice.spans(notation, hit)
+
+
 def band_for(check: Check, value: int) -> Band | None:
     """The first band holding `value`, or None when it falls in a gap."""
     for band in check.bands:
@@ -285,7 +297,26 @@ def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
     problems.extend(table)
     if expression is not None and reading_ok and not any(problem.severity == "error" for problem in table):
         problems.extend(coverage_problems(_build_check(raw, expression), path))
+    problems.extend(_one_result_problems(raw, path))
     return problems
+
+
+def _one_result_problems(raw: dict[str, Any], path: str) -> list[Problem]:
+    """A check whose bands all give one result: every roll of it is certain, so the game master is refused
+    each time (`gm.rules.chances.certain`), and the check can never be rolled."""
+    bands = raw.get("bands")
+    results = {band.get("result") for band in bands if isinstance(band, dict)} if isinstance(bands, list) else set()
+    if len(results) != 1 or not isinstance(raw.get("key"), str):
+        return []
+    (result,) = results
+    return [
+        Problem(
+            f"{path}.bands",
+            f"every band of check '{raw['key']}' gives the result '{result}', so no roll can change the outcome "
+            "and the game master is refused every roll of it; give some band another result",
+            "warning",
+        )
+    ]
 
 
 def _band_problems(bands: Any, path: str) -> list[Problem]:
@@ -304,7 +335,7 @@ def _band_problems(bands: Any, path: str) -> list[Problem]:
         label = band.get("label")
         if not isinstance(label, str) or not label.strip():
             continue
-        folded = label.strip().casefold()
+        folded = label_key(label)
         if folded in labels:
             message = f"the label '{label}' is already used by bands[{labels[folded]}]"
             problems.append(Problem(f"{band_path}.label", message))
