@@ -51,6 +51,10 @@ class NotFound(UsageError):
     """No such story or world (or not one the caller may open)."""
 
 
+class BrokenWorld(UsageError):
+    """A world that exists but fails its check, so it cannot be played (the API answers 422)."""
+
+
 class Unauthorized(UsageError):
     """A token is missing or wrong."""
 

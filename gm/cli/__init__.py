@@ -259,4 +259,3 @@ def _either_way(result: CheckOdds) -> str:
         return ""
     targets = uncertain_targets(result.check, result.modifier, result.edge)
     return f" (targets {describe_targets(targets)} can go either way)" if targets else " at any target"
-

@@ -90,9 +90,7 @@ def ranked(items: Sequence[tuple[int, int]], dice: int, kept: int) -> Span:
                 target = following[placed + showing]
                 _add_at(following, placed + showing, target, state, showing * shift, weight)
             needed = kept - placed
-            closing = (ways + below) ** rest - sum(
-                comb(rest, c) * ways**c * below ** (rest - c) for c in range(needed)
-            )
+            closing = (ways + below) ** rest - sum(comb(rest, c) * ways**c * below ** (rest - c) for c in range(needed))
             if closing:
                 start = needed * shift
                 window = finished[start : start + len(state)]

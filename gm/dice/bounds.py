@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 from gm.dice.parser import parse
 from gm.dice.roller import check_successes
-from gm.dice.tree import Dice, Expression, die_range
+from gm.dice.tree import Dice, Expression, FaceSet, die_range
 
 Spans = tuple[tuple[int, int], ...]  # disjoint, lowest first
 
@@ -76,7 +76,7 @@ def _die_spans(term: Dice, hit: int | None) -> Spans:
     return _merged((worth(total), worth(total)) for low, high in sums for total in range(low, high + 1))
 
 
-def _chain(settled: list[int], exploding: Iterable[int], cap: int, worth: Callable[[int], int]) -> Spans:
+def _chain(settled: list[int], exploding: FaceSet, cap: int, worth: Callable[[int], int]) -> Spans:
     going = [face for face in settled if face in exploding]
     stopping = _merged((worth(face), worth(face)) for face in settled if face not in going)
     steps = _merged((worth(face), worth(face)) for face in going)

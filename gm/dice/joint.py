@@ -179,7 +179,8 @@ def _chained_joint(term: Dice, watches: Sequence[Watch], hit: int | None) -> dic
     die: dict[tuple[int, int], int] = {}
     for face, ways in weights.items():
         bits = _bits(term, watches, face)
-        first = _per_roll(term, hit)(face) if _per_roll(term, hit) is not None else term.face_value(face)
+        per_roll = _per_roll(term, hit)
+        first = per_roll(face) if per_roll is not None else term.face_value(face)
         if rest is not None and explode is not None and face in explode.faces:
             for index, count in enumerate(rest.counts):
                 if count:
@@ -187,7 +188,7 @@ def _chained_joint(term: Dice, watches: Sequence[Watch], hit: int | None) -> dic
                     die[key] = die.get(key, 0) + ways * count
         else:
             die[(first, bits)] = die.get((first, bits), 0) + ways * padding
-    counting = term.successes.value if term.successes is not None else None
+    counting: Callable[[int], int] | None = term.successes.value if term.successes is not None else None
     if hit is not None:
         counting = lambda total: int(total >= hit)  # noqa: E731
     if counting is not None and not term.counts_each_roll:

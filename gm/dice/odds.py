@@ -199,7 +199,7 @@ class _Plan:
                 return  # far past any budget: the model itself is not worth building
             die = _die(term, hit)
             self.denominator *= die.denominator**term.count
-            if term.keep is None or term.kept == term.count and not _ranked_needed(term):
+            if term.keep is None or (term.kept == term.count and not _ranked_needed(term)):
                 counts = die.counts[::-1] if term.negative else die.counts
                 lowest = -(die.lowest + die.width - 1) if term.negative else die.lowest
                 self.groups.append((counts, term.count))

@@ -193,10 +193,10 @@ class _Parser:
         done: list[Term] = []
         for term in terms:
             if isinstance(term, Dice) and term.explode is not None:
+                compound = term.explode.compound
                 term = replace(term, explode=replace(term.explode, cap=cap))
-                counted = term.successes
-                if counted is not None and term.explode.compound:
-                    self.reachable_count(term, counted)
+                if term.successes is not None and compound:
+                    self.reachable_count(term, term.successes)
             done.append(term)
         return done
 
@@ -254,13 +254,17 @@ class _Parser:
                     token.column,
                 )
             if token.kind == "keep":
-                found.keep = self.once(found.keep, token, "keep or drop") or self.keep(count)
+                self.once(found.keep, token, "keep or drop")
+                found.keep = self.keep(count)
             elif token.kind in ("r", "ro"):
-                found.reroll = self.once(found.reroll, token, "reroll") or self.reroll(sides)
+                self.once(found.reroll, token, "reroll")
+                found.reroll = self.reroll(sides)
             elif token.kind in ("!", "!!"):
-                found.explode = self.once(found.explode, token, "explosion") or self.explode(sides)
+                self.once(found.explode, token, "explosion")
+                found.explode = self.explode(sides)
             elif token.kind == "compare":
-                found.successes = self.once(found.successes, token, "count of successes") or self.successes(sides)
+                self.once(found.successes, token, "count of successes")
+                found.successes = self.successes(sides)
             else:
                 raise DiceSyntaxError(
                     self.text, "'f'", token.column, "a count of successes before it, such as 5d10>=7f1"

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Protocol, cast, runtime_checkable
 
+from gm.dice._chains import counted, kept_dice, roll_term, term_value
 from gm.dice.errors import DiceError
 from gm.dice.parser import parse
-from gm.dice._chains import counted, kept_dice, roll_term, term_value
 from gm.dice.result import Roll
 from gm.dice.tree import Constant, Dice, Expression
 
@@ -134,9 +134,8 @@ def replay(notation: str | Expression, faces: Sequence[Sequence[int]], *, hit: i
     if hit is not None:
         check_successes(expression, hit)
     if len(faces) != len(expression.dice):
-        raise DiceError(
-            expression.text, f"{len(faces)} lists of faces were given, one for each of its {len(expression.dice)} dice terms"
-        )
+        wanted = len(expression.dice)
+        raise DiceError(expression.text, f"{len(faces)} lists of faces were given, expected one for each of {wanted}")
     sources = [GivenFaces(given) for given in faces]
     result = _roll_terms(expression, list(sources), hit)
     for term, source in zip(expression.dice, sources):

@@ -69,7 +69,7 @@ def table_problems(raw: dict[str, Any], path: str, expression: dice.Expression |
 def _can_show(term: dice.Dice, natural: dict[str, Any]) -> bool:
     """Whether a die of `term` can show the natural's face: a natural reads a die's first roll as it
     stands (after rerolls), and Fudge dice have no numbered faces to watch."""
-    if term.fudge or "sides" in natural and natural["sides"] != term.sides:
+    if term.fudge or ("sides" in natural and natural["sides"] != term.sides):
         return False
     return natural["face"] in term.settled_faces()
 

@@ -24,7 +24,7 @@ from gm.engine.paused import NOTHING_WAITING, question_of, refuse_if_waiting
 from gm.engine.round import NOTHING_TO_REGENERATE, RoundEvents, RoundPaused, RoundResult
 from gm.engine.transcript import story_public, transcript
 from gm.engine.typed_dice import read_faces
-from gm.errors import Conflict, GmError, NotFound, UsageError
+from gm.errors import BrokenWorld, Conflict, GmError, UsageError
 from gm.integrity.secret import refuse_if_ended
 from gm.store import Story
 from gm.transcript.shapes import StoryPublic, TranscriptPublic
@@ -82,7 +82,7 @@ def list_worlds(app: ServiceDep) -> list[WorldOut]:
     for name in app.world_names():
         try:
             world = app.world(name)
-        except NotFound as error:  # a world failing its check is listed, but not offered
+        except BrokenWorld as error:  # a world failing its check is listed, but not offered
             listed.append(WorldOut(name=name, title=name, premise="", players=[], checks=0, problem=str(error)))
             continue
         players = [character.name for character in world.players]

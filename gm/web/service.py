@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gm._lru import LRU
 from gm.engine.game import Game
-from gm.errors import NotFound, Unauthorized
+from gm.errors import BrokenWorld, NotFound, Unauthorized
 from gm.problems import ProblemsError
 from gm.store import Story, StoryNotFound
 from gm.world.definition import WORLD_FILE, World
@@ -61,7 +61,7 @@ class Service:
         try:
             return self._worlds.load(self.worlds_dir / name)
         except ProblemsError as error:
-            raise NotFound(f"the world '{name}' fails its check: {error}") from None
+            raise BrokenWorld(f"the world '{name}' fails its check: {error}") from None
 
     def start(
         self,
