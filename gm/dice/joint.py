@@ -23,7 +23,7 @@ from math import factorial, prod
 
 from gm.dice._chains import kept_dice
 from gm.dice._model import DieOdds, die_odds, roll_weights
-from gm.dice.odds import ESTIMATE_SAMPLES, EXACT_BUDGET, odds
+from gm.dice.odds import EXACT_BUDGET, estimate_samples, odds
 from gm.dice.result import chains_of, kept_flags
 from gm.dice.roller import random_source, roll
 from gm.dice.tree import Dice, Expression
@@ -84,10 +84,11 @@ def joint(
     watched_terms: int | None = None,
     *,
     budget: int = EXACT_BUDGET,
-    samples: int = ESTIMATE_SAMPLES,
+    samples: int | None = None,
 ) -> Joint:
     """The joint distribution of the value (total, or successes with `hit`) and the watches shown."""
     limit = len(expression.dice) if watched_terms is None else watched_terms
+    samples = estimate_samples(expression) if samples is None else samples
     spent = 0
     result: dict[int, Span] = {0: (expression.constant, [1])}
     for index, term in enumerate(expression.dice):

@@ -154,23 +154,30 @@ def odds(
     hit: int | None = None,
     *,
     budget: int = EXACT_BUDGET,
-    samples: int = ESTIMATE_SAMPLES,
+    samples: int | None = None,
 ) -> Odds:
     """The distribution of a notation's total, or of its successes when `hit` is given.
 
-    Exact whenever `estimate_cost` is within `budget`; otherwise a Monte Carlo estimate of
-    `samples` seeded rolls, marked as such.
+    Exact whenever `estimate_cost` is within `budget`; otherwise a Monte Carlo estimate of `samples`
+    seeded rolls (by default `estimate_samples`), marked as such, with its error bound.
     """
     expression = parse(notation) if isinstance(notation, str) else notation
     if hit is not None:
         check_successes(expression, hit)
     plan = _Plan(expression, hit)
     if plan.cost > budget:
-        return _estimate(expression, hit, samples)
+        return _estimate(expression, hit, estimate_samples(expression) if samples is None else samples)
     lowest, counts = plan.run()
     start = next(index for index, count in enumerate(counts) if count)
     end = max(index for index, count in enumerate(counts) if count) + 1
     return Odds(lowest + start, tuple(counts[start:end]), plan.denominator, hit=hit)
+
+
+def estimate_samples(expression: Expression) -> int:
+    """How many rolls an estimate counts: `ESTIMATE_SAMPLES`, fewer for many dice, so that an estimate also
+    takes about a second (a bound of 0.017 on each band's chance at 100,000 rolls, 0.038 at 20,000)."""
+    rolled = sum(term.count for term in expression.dice)
+    return max(20_000, min(ESTIMATE_SAMPLES, 2_000_000 // max(1, rolled)))
 
 
 def estimate_cost(expression: Expression, hit: int | None = None) -> int:
