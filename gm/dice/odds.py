@@ -323,6 +323,8 @@ def _kept_counts(term: Dice, die: DieOdds, hit: int | None) -> Counts:
     assert keep is not None
     if die.uniform and not _counting(term, hit):
         sums = _keep_uniform(term.count, die.width, term.kept)
+        if die.counts[0] != 1:  # equal ways other than one each (a die padded to its cap): every die's share
+            sums = [ways * die.counts[0] ** term.count for ways in sums]
         if not keep.highest:
             sums = sums[::-1]  # the lowest of u are the highest of (width - 1 - u), mirrored back
         result: Counts = (term.kept * die.lowest, sums)

@@ -303,6 +303,13 @@ class _Parser:
                 for face in range(1, sides + 1)
                 if found.reroll is None or found.reroll.once or face not in found.reroll.faces
             ]
+            if not any(face in found.explode.faces for face in settled):
+                raise DiceLimitError(
+                    self.text,
+                    f"{written} at column {column} explodes on no face it can end on, since its rerolls never "
+                    "stand on those faces; expected an explosion on a face that stands",
+                    column,
+                )
             if all(face in found.explode.faces for face in settled):
                 raise DiceLimitError(
                     self.text,
