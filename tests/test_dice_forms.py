@@ -145,6 +145,9 @@ def test_rolls_stay_inside_the_exact_support(text: str, seed: int) -> None:
         assert rolled.total in support
         again = dice.replay(expression, rolled.faces)  # the faces kept are exactly the faces the roll drew
         assert (again.total, str(again)) == (rolled.total, str(rolled))
+        # The itemised chains (built apart from the roll's quick path) add up to the same total.
+        parts = rolled.parts
+        assert sum(p.subtotal if isinstance(p, dice.DiceRoll) else p.signed for p in parts) == rolled.total
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])

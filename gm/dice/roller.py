@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Protocol, cast, runtime_checkable
 
-from gm.dice._chains import counted, kept_dice, roll_term, term_value
+from gm.dice._chains import MAX_REROLLS
 from gm.dice.errors import DiceError
 from gm.dice.parser import parse
 from gm.dice.result import Roll
@@ -148,21 +148,93 @@ def replay(notation: str | Expression, faces: Sequence[Sequence[int]], *, hit: i
 
 
 def _roll_terms(expression: Expression, sources: list[DiceSource], hit: int | None) -> Roll:
-    """A roll of any notation, each dice term with its own source (the same one, when rolling)."""
+    """A roll of any notation, each dice term with its own source (the same one, when rolling).
+
+    Rerolled and exploding dice are rolled without building their chains (`roll_term` does that when a
+    roll is itemised), in exactly the order `roll_term` draws, so that the stored faces read back alike."""
     total = expression.constant
     successes = 0
     rolled: list[tuple[int, ...]] = []
     for term, source in zip(expression.dice, sources):
-        flat, chains = roll_term(term, source)
-        rolled.append(flat)
-        kept = kept_dice(term, chains)
-        subtotal = sum(term_value(term, chain) for chain, keep in zip(chains, kept) if keep)
+        if term.plain:
+            faces = tuple(source(term.count, term.sides))
+            rolled.append(faces)
+            kept: Sequence[int] = faces if term.keep is None else sorted(faces)[term.kept_slice]
+            subtotal = sum(kept)
+            if hit is not None:
+                successes += sum(1 for face in kept if face >= hit)
+        else:
+            flat, totals, standing = _quick_term(term, source)
+            rolled.append(tuple(flat))
+            kept = totals if term.keep is None else sorted(totals)[term.kept_slice]
+            counting = term.successes
+            if counting is None:
+                subtotal = sum(kept)
+            elif term.counts_each_roll:  # every roll counts; keep is refused with `!` counts
+                subtotal = sum(map(counting.value, standing))
+            else:
+                subtotal = sum(map(counting.value, kept))
+            if hit is not None:
+                counted_faces = standing if term.counts_each_roll else kept
+                successes += sum(1 for face in counted_faces if face >= hit)
         total += -subtotal if term.negative else subtotal
-        if hit is not None:
-            successes += sum(counted(term, chain, hit) for chain, keep in zip(chains, kept) if keep)
     if hit is None:
         return Roll(expression, tuple(rolled), total)
     return Roll(expression, tuple(rolled), total, hit, successes)
+
+
+def _quick_term(term: Dice, source: DiceSource) -> tuple[list[int], list[int], list[int]]:
+    """One rerolled, exploding, counted or Fudge term: its faces in the order rolled (as `roll_term` draws
+    them), each die's value, and the standing face of every roll."""
+    sides = term.sides
+    flat = source(term.count, sides)
+    drawn = _rerolled(term, flat, flat, source) if term.reroll is not None else flat
+    explode = term.explode
+    if explode is None:
+        return flat, ([face - 2 for face in drawn] if term.fudge else drawn), drawn
+    low, high = explode.faces.low, explode.faces.high
+    pending = [die for die, face in enumerate(drawn) if low <= face <= high]
+    if not pending:  # the common roll: nothing exploded
+        return flat, drawn, drawn
+    flat = list(flat)
+    totals = list(drawn)
+    standing = list(drawn)
+    for _ in range(explode.cap):
+        again = source(len(pending), sides)
+        flat += again
+        if term.reroll is not None:
+            again = _rerolled(term, again, flat, source)
+        for die, face in zip(pending, again):
+            totals[die] += face
+        standing += again
+        pending = [die for die, face in zip(pending, again) if low <= face <= high]
+        if not pending:
+            break
+    return flat, totals, standing
+
+
+def _rerolled(term: Dice, drawn: list[int], flat: list[int], source: DiceSource) -> list[int]:
+    """The faces that stand once the reroll is done with `drawn`; the faces rolled again join `flat`."""
+    reroll = term.reroll
+    assert reroll is not None
+    low, high = reroll.faces.low, reroll.faces.high
+    asking = [index for index, face in enumerate(drawn) if low <= face <= high]
+    if not asking:
+        return drawn
+    standing = list(drawn)
+    times = 0
+    while asking:
+        again = source(len(asking), term.sides)
+        flat += again
+        for index, face in zip(asking, again):
+            standing[index] = face
+        times += 1
+        if reroll.once:
+            break
+        if times > MAX_REROLLS:
+            raise DiceError(term.text, f"a die was rerolled {times} times; the dice source is not random")
+        asking = [index for index in asking if low <= standing[index] <= high]
+    return standing
 
 
 def check_successes(expression: Expression, hit: int) -> None:
