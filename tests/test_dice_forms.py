@@ -255,3 +255,15 @@ def test_new_forms_refuse_in_one_sentence(text: str, message: str) -> None:
         dice.parse(text)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_uniform_die_with_more_ways_each_keeps_its_weight() -> None:
+    # No notation makes such a die today (an explosion's padding always leaves uneven ways), but a kept
+    # uniform die whose faces have w ways each must count w ** dice for every sum the plain one counts.
+    from gm.dice._model import DieOdds
+    from gm.dice.odds import _kept_counts
+
+    term = dice.parse("3d6kh2").dice[0]
+    plain = _kept_counts(term, DieOdds(1, [1] * 6, 6), None)
+    weighted = _kept_counts(term, DieOdds(1, [4] * 6, 24), None)
+    assert weighted[0] == plain[0] and weighted[1] == [ways * 4**3 for ways in plain[1]]
