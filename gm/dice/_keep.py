@@ -39,22 +39,22 @@ def uniform(dice: int, values: int, kept: int) -> list[int]:
     top = dice - kept + 1
     powers = [t**top for t in ts]
     column = [(t + 1) ** top - power for t, power in zip(ts, powers)]
-    total: list[int] | None = None
+    # Horner's rule: total = S_(kept-1); then total = prefix sums of total, plus S_a, for a from kept-2 to 0.
+    # S_a is added straight into the running total, slice by slice, rather than built apart.
+    total = [0] * size
     for above in range(kept - 1, -1, -1):
         if above < kept - 1:
             factor = comb(dice - above - 1, kept - above - 1)
             column = list(map(sub, map(mul, column, range(1, values + 1)), map(mul, powers, repeat(factor))))
+            total = list(accumulate(total))
         weights = list(map(mul, column, repeat(comb(dice, above))))
-        series = [0] * size
         for i in range(above + 1):
             coefficient = comb(above, i) * (-1 if i & 1 else 1)
             start = above + i * (values - 1)
             step = kept - i
             stop = start + step * values
             part = weights if coefficient == 1 else list(map(mul, weights, repeat(coefficient)))
-            series[start:stop:step] = map(add, series[start:stop:step], part)
-        total = series if total is None else list(map(add, accumulate(total), series))
-    assert total is not None  # kept is at least 1
+            total[start:stop:step] = map(add, total[start:stop:step], part)
     return total[:width]
 
 

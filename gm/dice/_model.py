@@ -58,6 +58,8 @@ def die_odds(term: Dice, worth: Callable[[int], int] | None = None) -> DieOdds:
 
     Each roll of an exploding die counts, so `worth` is summed along the chain; a caller that counts a
     compounded die's sum maps this distribution itself."""
+    if worth is None and term.plain:
+        return DieOdds(1, [1] * term.sides, term.sides)
     value = term.face_value if worth is None else worth
     weights, denominator = roll_weights(term)
     whole = _span(weights, value)
