@@ -206,7 +206,7 @@ class _Plan:
                 return  # far past any budget: the model itself is not worth building
             die = _die(term, hit)
             self.denominator *= die.denominator**term.count
-            if term.keep is None or (term.kept == term.count and not _ranked_needed(term)):
+            if term.keep is None or term.kept == term.count:
                 counts = die.counts[::-1] if term.negative else die.counts
                 lowest = -(die.lowest + die.width - 1) if term.negative else die.lowest
                 self.groups.append((counts, term.count))
@@ -292,10 +292,6 @@ def _sum_of(first: Counts, second: Counts) -> Counts:
 
 def _counting(term: Dice, hit: int | None) -> bool:
     return term.successes is not None or hit is not None
-
-
-def _ranked_needed(term: Dice) -> bool:
-    return False
 
 
 def _die(term: Dice, hit: int | None) -> DieOdds:
