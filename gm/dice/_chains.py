@@ -77,13 +77,6 @@ def term_value(term: Dice, chain: Chain) -> int:
     return counting.value(die_total(term, chain))
 
 
-def counted(term: Dice, chain: Chain, hit: int) -> int:
-    """The successes one kept die shows read with `hit`: each roll's face (`!`), else its value."""
-    if term.counts_each_roll:
-        return sum(1 for roll_faces in chain if roll_faces[-1] >= hit)
-    return int(die_total(term, chain) >= hit)
-
-
 def kept_dice(term: Dice, chains: list[Chain]) -> tuple[bool, ...]:
     """Which dice count: ranked by value, and among equal values the first rolled is kept."""
     if term.keep is None:
