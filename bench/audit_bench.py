@@ -63,8 +63,8 @@ from gm.integrity.seeds import reveal
 from gm.models.client import Completion, ToolCall, Usage
 from gm.store import Store
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from conftest import write_world
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from worlds import write_world
 
 ROLL_TEXT = "I try the next lock."
 DICE_TEXT = "I try the next lock, and the guard swings at me."

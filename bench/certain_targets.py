@@ -38,9 +38,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gm.errors import CharacterCannotRoll
 from gm.rules.chances import Certain, certain, check_odds
-from gm.rules.checks import Check, parse_rules
-from gm.world.definition import CharacterCannotRoll
+from gm.rules.checks import Check
+from gm.rules.validation import parse_rules
 from gm.world.loading import load_world
 
 WORLDS = Path(__file__).resolve().parent.parent / "worlds"

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import signal
@@ -132,12 +133,41 @@ async def _serve() -> None:
 
 # One measurement (a child process, in either tree)
 
+# Where each module was before gm's modules moved into folders, for a baseline tree from before then.
+_FLAT = {
+    "gm.world.loading": "gm.world",
+    "gm.engine.prompt": "gm.prompt",
+    "gm.engine.judge": "gm.judge",
+    "gm.engine.tools.offered": "gm.tools_offered",
+    "gm.models.client": "gm.model",
+    "gm.engine.game": "gm.game",
+}
+
+
+def _test_worlds() -> Any:
+    """The tests' sample worlds of the tree whose gm this process imported (this one or the baseline's): the module
+    `tests/support/worlds.py`, or in a tree from before the tests were sorted into folders, `tests/conftest.py`."""
+    import gm
+
+    tests = Path(gm.__file__).resolve().parent.parent / "tests"
+    support = tests / "support"
+    sys.path.insert(0, str(support if (support / "worlds.py").exists() else tests))
+    return importlib.import_module("worlds" if (support / "worlds.py").exists() else "conftest")
+
+
+def _from_gm(module: str, *names: str) -> list[Any]:
+    """`names` from a module of gm, as this tree lays it out or as a tree from before the move lays it out."""
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError:
+        found = importlib.import_module(_FLAT[module])
+    return [getattr(found, name) for name in names]
+
 
 def _world() -> Any:
-    sys.path.insert(0, str(HERE.parent.parent / "tests"))
-    from conftest import HARBOR_DICE, HARBOR_WORLD
-
-    from gm.world.loading import load_world
+    worlds = _test_worlds()
+    (load_world,) = _from_gm("gm.world.loading", "load_world")
+    HARBOR_DICE, HARBOR_WORLD = worlds.HARBOR_DICE, worlds.HARBOR_WORLD
 
     folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
     (folder / "world.json").write_text(json.dumps(HARBOR_WORLD))
@@ -147,7 +177,7 @@ def _world() -> Any:
 
 def _conversation(world: Any) -> list[dict[str, Any]]:
     """A rolled round's first request, as the round engine builds it at about round 100."""
-    from gm.engine.prompt import Past, PlayerTurn, game_master_messages
+    Past, PlayerTurn, game_master_messages = _from_gm("gm.engine.prompt", "Past", "PlayerTurn", "game_master_messages")
 
     past = Past(summary=SUMMARY * 4, memories=(), recent=())
     messages = game_master_messages(world, past, PlayerTurn(f"I try to pick the lock; {ROLL_MARKER}."))
@@ -161,10 +191,10 @@ def _conversation(world: Any) -> list[dict[str, Any]]:
 
 
 async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[str, float]:
-    from gm.engine.judge import Judge
-    from gm.engine.prompt import JudgedOutcome, JudgeRequest
-    from gm.engine.tools.running import tool_schemas
-    from gm.models.client import ModelClient, ModelSettings
+    (Judge,) = _from_gm("gm.engine.judge", "Judge")
+    JudgedOutcome, JudgeRequest = _from_gm("gm.engine.prompt", "JudgedOutcome", "JudgeRequest")
+    (tool_schemas,) = _from_gm("gm.engine.tools.offered", "tool_schemas")
+    ModelClient, ModelSettings = _from_gm("gm.models.client", "ModelClient", "ModelSettings")
 
     world = _world()
     tools = tool_schemas(world)
@@ -214,11 +244,10 @@ async def _measure(port: int, measure: str, calls: int, delay_ms: int) -> dict[s
 async def _rounds(client: Any, rounds: int) -> dict[str, float]:
     """Rounds of one story through `Game` on SQLite, rolled and plain in turn: CPU and wall per round, median."""
     from gm import dice
-    from gm.engine.game import Game
     from gm.store import Store
 
-    sys.path.insert(0, str(HERE.parent.parent / "tests"))
-    from conftest import write_world
+    (Game,) = _from_gm("gm.engine.game", "Game")
+    write_world = _test_worlds().write_world
 
     folder = Path(tempfile.mkdtemp(prefix="gm-client-bench-"))
     store = Store(f"sqlite:///{folder / 'gm.db'}")

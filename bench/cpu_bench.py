@@ -2,7 +2,7 @@
 
 What it measures
 ----------------
-A player process plays two stories of the tests' harbour world (tests/conftest.py's `write_world`),
+A player process plays two stories of the tests' harbour world (tests/support/worlds.py's `write_world`),
 one with the judge on (the default: a third model call on rolled rounds) and one with it off, a
 round of each in turn, on a SQLite file (or PostgreSQL with `--postgres URL`, a fresh database made
 and dropped), through `gm.engine.game.Game` with the real `ModelClient` (the openai client over loopback
@@ -86,9 +86,12 @@ def player_text(number: int) -> str:
 
 async def player(base_url: str, world: str, database: str, settle_every: str = "1") -> None:
     """Play rounds as the parent asks on stdin ('play FIRST LAST'), one JSON line per round on stdout."""
-    from gm.engine.game import Game
-    from gm.models.client import ModelClient, ModelSettings
-    from gm.store import Store
+    try:  # the front door; a tree from before it has these in their own modules
+        from gm import Game, ModelClient, ModelSettings, Store
+    except ImportError:
+        from gm.game import Game
+        from gm.model import ModelClient, ModelSettings
+        from gm.store import Store
 
     client = ModelClient(ModelSettings(base_url, "bench-key", "fake-model"))
     store = Store(database)
@@ -208,8 +211,8 @@ def database(kind: str, folder: Path, name: str) -> Iterator[str]:
 
 def run(rounds: int, variants: dict[str, str], kind: str, settle_every: int) -> dict[str, list[dict[str, Any]]]:
     """Every variant's rows, played in turns of CHUNK rounds; the first to play alternates."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import write_world
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    from worlds import write_world
 
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="gm-cpu-bench-") as name, ExitStack() as stack:

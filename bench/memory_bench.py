@@ -109,8 +109,8 @@ async def run(stories: int, every: int, cap: int, folder: Path, model_kind: str,
     else:
         from gm.models.client import ModelClient, ModelSettings
 
-        sys.path.insert(0, str(ROOT / "tests"))
-        from conftest import write_world
+        sys.path.insert(0, str(ROOT / "tests" / "support"))
+        from worlds import write_world
 
         world = load_world(write_world(folder / "harbor"))
         closing = ModelClient(ModelSettings(base_url, "bench-key", "fake-model"))

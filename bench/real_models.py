@@ -37,8 +37,8 @@ from gm.store import Store
 from gm.testing import FakeModel
 from gm.testing.shapes import SHAPES, Shape, round_script
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from conftest import write_world
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from worlds import write_world
 
 SCHEMA = Path(__file__).resolve().parent.parent / "tests" / "openai" / "chat-completion-request.schema.json"
 TEXT_FORMS = ("hermes-text", "fenced-json", "bare-json", "llama3-python_tag")

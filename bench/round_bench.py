@@ -2,7 +2,7 @@
 
 What it measures
 ----------------
-One story in the tests' harbour world (tests/conftest.py: world.json + dice.json written to a
+One story in the tests' harbour world (tests/support/worlds.py: world.json + dice.json written to a
 temporary folder), on a SQLite file in a temporary folder, played for 1,000 rounds through
 `gm.engine.game.Game` with the real `ModelClient` (the openai client over loopback HTTP) against a
 zero-latency `gm.testing.FakeModel` that serves both the game master and the memory keeper:
@@ -76,9 +76,9 @@ from gm.models.client import ModelClient, ModelSettings
 from gm.store import Attempt, ModelCall, Store
 from gm.testing import Answer, FakeModel, Request, Response, call, honest_judge, is_judge_request, reply
 
-# The harbour world of the tests (tests/conftest.py), so that the bench and the tests play one world.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from conftest import write_world
+# The harbour world of the tests (tests/support/worlds.py), so that the bench and the tests play one world.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from worlds import write_world
 
 JUDGE_SETTINGS = ("on", "off")  # the two stories played side by side
 FULL_ROUNDS = 1000

@@ -229,11 +229,10 @@ def _drop(name: str) -> None:
 
 
 async def _play(kind: str, rounds: int, window: int, profile: str | None) -> dict[str, Any]:
-    sys.path.insert(0, str(HERE / "tests"))
-    from conftest import write_world
-
+    sys.path.insert(0, str(HERE / "tests" / "support"))
     from gm.engine.game import Game
     from gm.store import Store
+    from worlds import write_world
 
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)

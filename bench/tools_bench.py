@@ -45,13 +45,23 @@ CHECK = json.dumps({"check": "attempt", "character": "Mara", "target": 12, "reas
 
 def _measure(calls: int) -> dict[str, float]:
     """The medians of one process (this tree's gm or a baseline's, whichever is imported)."""
-    sys.path.insert(0, str(Path.cwd() / "tests"))
-    from conftest import write_world
+    try:
+        sys.path.insert(0, str(Path.cwd() / "tests" / "support"))
+        from worlds import write_world
+    except ImportError:  # a tree from before tests/support/ (a baseline): the helpers were in tests/conftest.py
+        sys.path.insert(0, str(Path.cwd() / "tests"))
+        from conftest import write_world
 
     from gm import dice
-    from gm.engine.tools.running import RoundTools
-    from gm.transcript.shapes import RollPublic
-    from gm.world.loading import load_world
+
+    try:  # this tree's paths; a tree from before the package tree has its modules flat in gm/
+        from gm.engine.tools.running import RoundTools
+        from gm.transcript.shapes import RollPublic
+        from gm.world.loading import load_world
+    except ImportError:
+        from gm.public import RollPublic
+        from gm.tools import RoundTools
+        from gm.world import load_world
 
     world = load_world(write_world(Path(tempfile.mkdtemp(prefix="gm-tools-bench-")) / "harbor"))
     numbers = iter(range(1, 10**9))
@@ -60,12 +70,28 @@ def _measure(calls: int) -> dict[str, float]:
         record.id = next(numbers)
         return record
 
+    class Ledger:  # a round's rolls, numbered and kept in memory: the tools' own work is what is measured
+        write = staticmethod(write_roll)
+
+        def find(self, roll_id: int) -> Any:
+            return None
+
+        def reveal(self, roll_id: int) -> None:
+            pass
+
+    def new_tools() -> Any:
+        if "ledger" in RoundTools.__dataclass_fields__:  # the tools bound to a ledger
+            return RoundTools(world, Ledger(), "story", "attempt", 1, source=dice.seeded_source(7))
+        return RoundTools(world, "story", "attempt", 1, write_roll, source=dice.seeded_source(7))  # a tree before it
+
     def round_of_tools() -> Any:
-        tools = RoundTools(world, "story", "attempt", 1, write_roll, source=dice.seeded_source(7))
+        tools = new_tools()
         rolled = tools.call("roll_check", CHECK).content
         tools.next_message()
         outcome = {"character": "Mara", "result": rolled["result"], "roll": rolled["roll"]}
-        tools.call("narrate", json.dumps({"narration": NARRATION, "outcomes": [outcome]}))
+        narrated = tools.call("narrate", json.dumps({"narration": NARRATION, "outcomes": [outcome]}))
+        if getattr(narrated, "proposed", None) is not None:  # narrate proposes; the referee rules on it
+            assert not tools.refusals(narrated.proposed)
         return tools.rolls[0]
 
     roll = round_of_tools()

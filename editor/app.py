@@ -32,6 +32,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gm._hosts import LOOPBACK_HOSTS, is_loopback
+from gm.errors import SettingsError, UsageError
 
 from . import login as login_routes
 from . import routes_dice, routes_world
@@ -58,10 +59,10 @@ def create_app(
     (such as `*`) need one: the editor writes files, and must not write them for anyone who asks.
     """
     if not worlds_dir.is_dir():
-        raise NotADirectoryError(f"there is no folder '{worlds_dir}' to edit worlds in")
+        raise UsageError(f"there is no folder '{worlds_dir}' to edit worlds in")
     beyond = [host for host in allowed_hosts if not is_loopback(host)]
     if beyond and login is None:
-        raise ValueError(f"the editor needs a login to answer Host names beyond loopback, such as {beyond[0]!r}")
+        raise SettingsError(f"the editor needs a login to answer Host names beyond loopback, such as {beyond[0]!r}")
     app = FastAPI(title="gm world editor", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.editor = Editor(worlds_dir)
     app.state.login = login

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gm.problems import Problem
-from gm.rules.checks import validate
+from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .calendar_form import calendar_field_ids

@@ -12,9 +12,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException
 
-from gm.problems import Problem, ProblemsError, read_json
+from gm.errors import ProblemsError, UnsafeTarget
+from gm.problems import Problem, read_json
 
-from .saving import UnsafeTarget, file_version, save_text
+from .saving import file_version, save_text
 from .security import CSRF_FIELD, CsrfGuard, world_folder
 
 TEMPLATES = Path(__file__).with_name("templates")

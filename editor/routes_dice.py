@@ -9,8 +9,9 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
-from gm.problems import MAX_FILE_BYTES, Problem, ProblemsError, parse_json, read_regular
-from gm.rules.checks import validate
+from gm.errors import ProblemsError, StaleFile
+from gm.problems import MAX_FILE_BYTES, Problem, parse_json, read_regular
+from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .checking import Findings, check_dice
@@ -27,7 +28,7 @@ from .dice_form import (
     draft_from_form,
 )
 from .pages import STALE, Loaded, editor_of, load, posted_form, save, title_of, version_of
-from .saving import StaleFile, dice_text
+from .saving import dice_text
 from .security import world_file
 from .strips import Preview, preview
 

@@ -9,13 +9,14 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 
+from gm.errors import StaleFile
 from gm.problems import Problem
-from gm.rules.checks import validate
+from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .checking import Findings, check_world
 from .pages import STALE, Editor, editor_of, load, posted_form, save, title_of, version_of
-from .saving import StaleFile, save_text, sweep_temporaries, world_text
+from .saving import save_text, sweep_temporaries, world_text
 from .security import valid_world_name, world_file
 from .world_form import KINDS, ROLES, WorldDraft, apply_action, draft_from_data, draft_from_form, world_data
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gm.errors import StaleFile, UnsafeTarget
 from gm.problems import MAX_FILE_BYTES, read_regular
 
 CHECK_ORDER = (
@@ -150,18 +151,6 @@ def _ordered_dict(data: Any, order: tuple[str, ...]) -> Any:
 
 def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-class UnsafeTarget(Exception):
-    """The path to save to is a symbolic link, or something other than a regular file (a FIFO, a device)."""
-
-
-class StaleFile(Exception):
-    """The file changed on disk after the form being saved was opened; `current` is its version now."""
-
-    def __init__(self, current: str) -> None:
-        super().__init__("the file changed on disk after this form was opened")
-        self.current = current
 
 
 def check_target(path: Path) -> None:

@@ -28,6 +28,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from gm._hosts import is_loopback
+from gm.errors import SettingsError
 
 Clock = Callable[[], float]
 
@@ -46,12 +47,12 @@ def new_token() -> str:
 
 
 def checked_token(token: str) -> str:
-    """`token` without surrounding spaces, or a ValueError saying in one sentence why it cannot be the login."""
+    """`token` without surrounding spaces, or `SettingsError` saying in one sentence why it cannot be the login."""
     token = token.strip()
     if not token.isprintable():
-        raise ValueError("the editor's token must not hold control characters such as tabs or line breaks")
+        raise SettingsError("the editor's token must not hold control characters such as tabs or line breaks")
     if len(token) < MIN_TOKEN_CHARS:
-        raise ValueError(f"the editor's token must be at least {MIN_TOKEN_CHARS} characters long, not {len(token)}")
+        raise SettingsError(f"the editor's token must be at least {MIN_TOKEN_CHARS} characters long, not {len(token)}")
     return token
 
 
@@ -72,7 +73,7 @@ class FailureLimit:
         clock: Clock = time.monotonic,
     ) -> None:
         if allowed < 1 or window <= 0 or clients < 1:
-            raise ValueError("a failure limit needs at least 1 failure, a window over 0 seconds and 1 client")
+            raise SettingsError("a failure limit needs at least 1 failure, a window over 0 seconds and 1 client")
         self.allowed = allowed
         self.window = window
         self.clients = clients

@@ -23,8 +23,7 @@ from typing import Any, cast
 from gm import dice
 from gm.problems import Problem
 from gm.rules.chances import CheckOdds, check_odds
-from gm.rules.checks import Band, Check, Compare, Edge, Natural, Reading, Result, opposed_expression, read_value
-from gm.rules.coverage import ladder
+from gm.rules.checks import Band, Check, Compare, Edge, Natural, Reading, Result, ladder, opposed_expression, read_value
 
 from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft, NaturalDraft
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from gm.errors import UsageError
+from gm.errors import UnstorableText
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -48,10 +48,6 @@ def unstorable(text: str) -> str | None:
     code = ord(found.group())
     what = "a NUL character" if code == 0 else "half of a surrogate pair"
     return f"holds {what} (U+{code:04X}) at position {found.start() + 1}"
-
-
-class UnstorableText(UsageError, ValueError):
-    """Text given to the library that no story can store; the message names what it is and where the character is."""
 
 
 def require_storable(what: str, text: str) -> None:

@@ -15,60 +15,18 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from gm._text import unstorable
-from gm.errors import UsageError
 
-Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One finding: `path` is a JSON path such as `$.checks[0].bands[2].max`, `message` one sentence.
-
-    Errors make the file unusable; warnings point at something that is allowed but probably a mistake.
-    `file` names the file the path is in (`world.json`, `dice.json`) where a finding spans several files;
-    None when there is only the one file in question.
-    """
-
-    path: str
-    message: str
-    severity: Severity = "error"
-    file: str | None = None
-
-    @property
-    def where(self) -> str:
-        """The file (if named) and the JSON path, as an author would look them up; the path `$` (the
-        whole file, such as a syntax error's) is left out, since it tells an author nothing."""
-        path = "" if self.path == "$" else self.path
-        return " ".join(part for part in (self.file, path) if part)
-
-    def __str__(self) -> str:
-        return f"{self.severity}: {self.where}: {self.message}" if self.where else f"{self.severity}: {self.message}"
-
-
-class ProblemsError(UsageError, ValueError):
-    """A file that cannot be used, with every error found in it (warnings ride along)."""
-
-    def __init__(self, source: str, problems: list[Problem]) -> None:
-        self.source = source
-        self.problems = problems
-        errors = [problem for problem in problems if problem.severity == "error"]
-        first = errors[0] if errors else problems[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        where = f"{first.where}: " if first.where else ""
-        super().__init__(f"{source}: {where}{first.message}{more}")
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [problem for problem in self.problems if problem.severity == "error"]
-
+# A Problem is what a ProblemsError carries, so both live in gm.errors (the bottom layer); they are found here.
+from gm.errors import Problem as Problem
+from gm.errors import ProblemsError
+from gm.errors import Severity as Severity
 
 _NAME_LIKE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
 _STEP = re.compile(r"\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\.([^.\[]*)")
@@ -233,7 +191,7 @@ class _RepeatedKey(ValueError):
     pass
 
 
-class NotARegularFile(OSError):
+class _NotARegularFile(OSError):
     """A path that names a FIFO, a device or a socket where a file was expected."""
 
 
@@ -241,7 +199,7 @@ def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of the regular file at `path`, at most `limit` + 1 of them (so a caller can tell it is too long).
 
     The file is opened without blocking and checked before it is read, so a FIFO or a device named like
-    a world file is refused (`NotARegularFile`) instead of waited on; a folder is `IsADirectoryError`.
+    a world file is refused (an `OSError`, EINVAL) instead of waited on; a folder is `IsADirectoryError`.
     """
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -249,7 +207,7 @@ def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
         if not stat.S_ISREG(mode):
-            raise NotARegularFile(errno.EINVAL, NOT_REGULAR, str(path))
+            raise _NotARegularFile(errno.EINVAL, NOT_REGULAR, str(path))
         chunks: list[bytes] = []
         left = limit + 1
         while left > 0 and (chunk := os.read(descriptor, min(left, 1 << 20))):
@@ -269,7 +227,7 @@ def read_json(path: Path) -> Any:
         raise ProblemsError(name, [Problem("$", "the file does not exist")]) from None
     except IsADirectoryError:
         raise ProblemsError(name, [Problem("$", "this is a folder, expected a JSON file")]) from None
-    except NotARegularFile:
+    except _NotARegularFile:
         raise ProblemsError(name, [Problem("$", NOT_REGULAR)]) from None
     except OSError as error:
         raise ProblemsError(name, [Problem("$", f"the file cannot be read ({error.strerror})")]) from None

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
-import os
 import shutil
 import sys
 import uuid
@@ -20,10 +18,10 @@ from sqlmodel import SQLModel
 from gm.models.client import forget_tool_modes
 from gm.store import Store
 from gm.web.process import untune_server_process
-
-POSTGRES_URL = os.environ.get("GM_TEST_POSTGRES_URL")
-DEFAULT_COLLECTOR = gc.get_threshold()  # as pytest started: CPython's defaults
-DEFAULT_SWITCH = sys.getswitchinterval()
+from tests.support.browser import launched_browser
+from tests.support.databases import NO_POSTGRES, POSTGRES_URL
+from tests.support.process import DEFAULT_COLLECTOR, DEFAULT_SWITCH
+from tests.support.worlds import write_world
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +58,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     Migrating a database for every store test was most of their time, so a store's database is a
     copy of a migrated SQLite file, or one migrated PostgreSQL database per test session (each xdist
     worker has its own) emptied before each test, its ids starting again at 1. Migrating from
-    empty is tested in tests/test_migrations.py, on fresh empty databases."""
+    empty is tested in tests/store/test_migrations.py, on fresh empty databases."""
     migrated = "store" in request.fixturenames
     if request.param == "sqlite":
         path = tmp_path / "gm.db"
@@ -69,7 +67,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield f"sqlite:///{path}"
         return
     if not POSTGRES_URL:
-        pytest.skip("GM_TEST_POSTGRES_URL is not set")
+        pytest.skip(NO_POSTGRES)
     if migrated:
         url: str = request.getfixturevalue("_migrated_postgres")
         _empty(url)
@@ -128,62 +126,6 @@ def store(database_url: str) -> Iterator[Store]:
     made.engine.dispose()
 
 
-HARBOR_WORLD: dict[str, Any] = {
-    "title": "The Harbour Job",
-    "premise": "Salt-rotten Port Vey, where the harbour office keeps the ledgers that could free Mara's brother.",
-    "instructions": "Keep it tense and wry. Short paragraphs.",
-    "characters": [
-        {
-            "name": "Mara",
-            "role": "player",
-            "description": "A locksmith's daughter with quick hands.",
-            "variables": {"skill": 3, "hometown": "Vey"},
-        },
-        {"name": "Jon", "role": "npc", "description": "A dockhand who owes Mara a favour.", "variables": {"skill": -1}},
-        {"name": "The Warden", "role": "npc", "description": "Keeper of the harbour office.", "variables": {}},
-    ],
-}
-
-HARBOR_DICE: dict[str, Any] = {
-    "checks": [
-        {
-            "key": "attempt",
-            "name": "Risky attempt",
-            "use": "Any risky action whose outcome is in doubt; the target is its difficulty.",
-            "dice": "1d20",
-            "compare": "over",
-            "modifier": "skill",
-            "bands": [
-                {"label": "Critical failure", "max": -10, "result": "failed", "critical": True},
-                {"label": "Failure", "min": -9, "max": -1, "result": "failed"},
-                {"label": "Partial success", "min": 0, "max": 4, "result": "partial"},
-                {"label": "Success", "min": 5, "max": 9, "result": "succeeded"},
-                {"label": "Critical success", "min": 10, "result": "succeeded", "critical": True},
-            ],
-        },
-        {
-            "key": "notice",
-            "name": "Notice",
-            "use": "Spotting what is hidden.",
-            "dice": "2d6",
-            "bands": [
-                {"label": "Miss it", "max": 6, "result": "failed"},
-                {"label": "Glimpse", "min": 7, "max": 9, "result": "partial"},
-                {"label": "See it", "min": 10, "result": "succeeded"},
-            ],
-        },
-    ]
-}
-
-
-def write_world(folder: Path, world: dict[str, Any] = HARBOR_WORLD, dice: dict[str, Any] | None = HARBOR_DICE) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "world.json").write_text(json.dumps(world, indent=2))
-    if dice is not None:
-        (folder / "dice.json").write_text(json.dumps(dice, indent=2))
-    return folder
-
-
 @pytest.fixture
 def harbor(tmp_path: Path) -> Path:
     """A small world folder with two checks: an over check with a modifier, and an absolute one."""
@@ -197,3 +139,33 @@ def worlds(tmp_path: Path, harbor: Path) -> Path:
     folder.mkdir()
     shutil.copytree(harbor, folder / "harbour")
     return folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, one per test module; a test that asks for it is marked `browser`."""
+    with launched_browser() as launched:
+        yield launched
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks what the test's own arguments say: `browser` for a test using Chromium, `postgres` for a test
+    run on PostgreSQL (the `database_url` fixture's "postgres" parameter, or a module's own `postgres` mark)."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("database_url") == "postgres":
+            item.add_marker(pytest.mark.postgres)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Says, beside the summary line, how many tests were skipped for want of PostgreSQL (without -rs)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    for_postgres = sum(1 for report in skipped if "GM_TEST_POSTGRES_URL" in str(report.longrepr))
+    if for_postgres:
+        terminalreporter.write_line(
+            f"{for_postgres} skipped: GM_TEST_POSTGRES_URL is not set, so the PostgreSQL tests did not run "
+            "(set it to a server's URL, e.g. postgresql://postgres@127.0.0.1:5432/test)",
+            yellow=True,
+        )

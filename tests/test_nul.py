@@ -13,19 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARBOR_DICE, HARBOR_WORLD, write_world
-from rounds import narrate_roll, roll_mara, table, tool_results
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
-from test_play import gm, story_id_in
-from web import served_app
 
-from gm._text import UnstorableText
-from gm.engine.commands import CommandError, parse_command
-from gm.errors import RoundFailed
+from gm.engine.commands import parse_command
+from gm.errors import CommandError, RoundFailed, UnstorableText
 from gm.store import Attempt, RollRecord, Store
 from gm.testing import Step, call, reply
 from gm.world.loading import check_world
+from tests.support.command_line import gm, story_id_in
+from tests.support.rounds import narrate_roll, roll_mara, table, tool_results
+from tests.support.web import served_app
+from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD, write_world
 
 
 def start(client: Any) -> tuple[str, dict[str, str]]:
@@ -169,8 +168,8 @@ def test_a_nul_in_the_memory_keepers_summary_is_neutralised(store: Store, tmp_pa
 
 
 def test_piped_gm_play_refuses_a_nul_line_and_plays_on(database_url: str, harbor: Path) -> None:
-    from rounds import fake
-    from web import keeper_too
+    from tests.support.rounds import fake
+    from tests.support.web import keeper_too
 
     model = fake(keeper_too([reply("The first answer."), reply("The second answer.")])).start()
     try:

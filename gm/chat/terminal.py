@@ -21,12 +21,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from gm._text import counted, visible
-from gm.engine.commands import HELP, CommandError, RollDice, Say, SetDice, Simple, parse_command
+from gm.engine.commands import HELP, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.game import Game
-from gm.engine.paused import question_of
-from gm.engine.round import RoundPaused, RoundResult
+from gm.engine.results import RoundPaused, RoundResult
 from gm.engine.transcript import card, opened, opened_lines, transcript
-from gm.errors import GmError
+from gm.errors import CommandError, GmError
 from gm.integrity.secret import secret_checks
 from gm.models.client import model_name
 from gm.transcript.shapes import QuestionPublic, RollPublic, StoryPublic
@@ -59,7 +58,7 @@ class Chat:
             self.say(f"Note: {notice}.")
         if public.time is not None:
             self.say(f"It is {public.time}.")
-        if (waiting := question_of(self.game.store, self.story_id)) is not None:
+        if (waiting := self.game.store.question(self.story_id)) is not None:
             self.ask(waiting)
         try:
             while (line := await asyncio.to_thread(self.read_line)) is not None:
@@ -67,13 +66,13 @@ class Chat:
                     break
             await self.game.settle()
         finally:
-            await self.game.aclose()  # before the event loop ends (gm.models._aiohttp)
+            await self.game.aclose()  # before the event loop ends (gm.models._transport)
         self.say(f"The story is saved; continue it with: gm play --story {self.story_id}")
 
     def read_line(self) -> str | None:
         """The next line the player typed ("" for one that cannot be read), or None at the end of input."""
         if self.interactive:
-            waiting = question_of(self.game.store, self.story_id)
+            waiting = self.game.store.question(self.story_id)
             # While a round waits for the player's dice, the prompt names them (and a line is their faces).
             prompt = "> " if waiting is None else f"faces of {waiting.notation}> "
             try:
@@ -103,7 +102,7 @@ class Chat:
             return True
         if command is None:
             return True
-        if isinstance(command, Say) and question_of(self.game.store, self.story_id) is not None:
+        if isinstance(command, Say) and self.game.store.question(self.story_id) is not None:
             await self.round(self.game.answer(self.story_id, command.text))  # the faces rolled at the table
             return True
         if isinstance(command, Simple):

@@ -17,9 +17,9 @@ from typing import NoReturn
 
 from gm import __version__, dice
 from gm._text import visible
-from gm.errors import GmError, UsageError
+from gm.errors import CheckRollError, GmError, UsageError
 from gm.rules.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
-from gm.rules.checks import Check, CheckRollError, Edge, opposed_modifier
+from gm.rules.checks import Check, Edge, opposed_modifier
 from gm.world.definition import modifier_for
 from gm.world.loading import load_rules, load_world
 

@@ -18,18 +18,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gm.cli._settings import store_of
 from gm.engine.transcript import transcript
-from gm.errors import UsageError
+from gm.errors import AuditCommandError, StoryNotFound
 from gm.integrity.audit import AuditReport, audit, since
 from gm.integrity.seeds import reveal
-from gm.store import Store, StoryNotFound
 from gm.transcript.shapes import TranscriptPublic
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
-
-
-class AuditCommandError(UsageError, ValueError):
-    """Bad input to `gm audit` or `gm reveal`; one `error:` line."""
 
 
 def add_audit_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
@@ -68,7 +64,7 @@ def run_audit(arguments: argparse.Namespace) -> int:
     if arguments.file is not None:
         checked = read_transcript(arguments.file)
     else:
-        store = Store()
+        store = store_of(arguments)
         try:
             checked = transcript(store, store.find_story_id(arguments.story))
         except StoryNotFound as error:
@@ -121,7 +117,7 @@ def read_transcript(path: Path) -> TranscriptPublic:
 
 
 def run_reveal(arguments: argparse.Namespace) -> int:
-    store = Store()
+    store = store_of(arguments)
     try:
         story_id = store.find_story_id(arguments.story)
     except StoryNotFound as error:

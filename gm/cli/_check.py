@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from gm._text import counted, visible
-from gm.problems import Problem, ProblemsError
+from gm.errors import ProblemsError
+from gm.problems import Problem
 from gm.world.definition import DICE_FILE, WORLD_FILE
 from gm.world.loading import check_world, world_files
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import errno
-import os
 import socket
 from pathlib import Path
 from typing import Any
 
 from gm._hosts import allowed_hosts
-from gm.errors import UsageError
+from gm.cli._settings import settings_of
+from gm.config import Settings
+from gm.errors import SettingsError, UsageError
 
 
 def add_edit_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
@@ -41,7 +42,7 @@ def run_edit(arguments: argparse.Namespace) -> int:
 
     from gm.editor import create_app
 
-    login, generated = editor_login(arguments.host, UsageError)
+    login, generated = editor_login(arguments.host, settings_of(arguments), UsageError)
     # On this machine only loopback Host names are answered (refusing DNS rebinding); off it, any.
     app = create_app(worlds, allowed_hosts=allowed_hosts(arguments.host), login=login)
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
@@ -51,7 +52,7 @@ def run_edit(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def editor_login(host: str, error: type[UsageError]) -> tuple[Any, str | None]:
+def editor_login(host: str, settings: Settings, error: type[UsageError]) -> tuple[Any, str | None]:
     """The editor's login for listening on `host` (from GM_EDITOR_TOKEN, or generated beyond loopback) and
     the token to print if it was generated; a bad GM_EDITOR_TOKEN is one `error` sentence.
 
@@ -60,8 +61,8 @@ def editor_login(host: str, error: type[UsageError]) -> tuple[Any, str | None]:
     from gm.editor.sessions import login_for_host
 
     try:
-        login, generated = login_for_host(host, os.environ.get("GM_EDITOR_TOKEN"))
-    except ValueError as problem:
+        login, generated = login_for_host(host, settings.editor_token)
+    except SettingsError as problem:
         raise error(f"GM_EDITOR_TOKEN: {problem} (or unset it to have one generated)") from None
     return login, generated
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -14,6 +12,7 @@ from typing import Any, Literal
 from gm._hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm._text import visible
 from gm.cli._edit import check_port, editor_login, print_login
+from gm.cli._settings import settings_of
 from gm.cli._story import (
     REHEARSAL,
     add_judge_argument,
@@ -22,11 +21,12 @@ from gm.cli._story import (
     choose_judge,
     model_settings,
 )
+from gm.config import Settings
 from gm.engine.game import Game
 from gm.engine.instructions import use_prompts
 from gm.engine.lease import check_settings
-from gm.engine.round import RoundSettings
-from gm.errors import UsageError
+from gm.engine.settings import RoundSettings
+from gm.errors import SettingsError, UsageError
 from gm.models.client import ChatModel, ModelClient
 from gm.rehearsal.model import RehearsalModel
 from gm.store import Store, default_database_url
@@ -61,7 +61,6 @@ def add_serve_subcommand(subcommands: argparse._SubParsersAction[Any]) -> None:
 
 
 MAX_WORKERS = 64
-WORKER_ARGUMENTS = "GM_SERVE_WORKER_ARGUMENTS"  # how `gm serve --workers N` hands its options to each worker
 # How long an idle connection is kept open. uvicorn's default of 5 s closes a player's connection while
 # they think about their next move (bench/serve_bench.py's players think 5 to 15 s), so most rounds
 # paid for a new connection (accepting it, uvicorn's protocol objects, the close): about 2% of the
@@ -78,23 +77,26 @@ def run_serve(arguments: argparse.Namespace) -> int:
     uvicorn runs its event loop on uvloop and parses HTTP with httptools, both C, both dependencies
     of gm (uvloop where it is built: not on Windows, where asyncio's own loop serves).
     """
-    check_workers(arguments.workers, default_database_url())
+    settings = settings_of(arguments)
+    check_workers(arguments.workers, default_database_url(settings))
     check_port(arguments.host, arguments.port)
     # Imported here: the web stack is heavy, and no other command needs it.
     import uvicorn
 
-    use_prompts(arguments.prompts)  # every prompt file is checked before anything else
+    use_prompts(arguments.prompts, settings)  # every prompt file is checked before anything else
+    round_settings(settings)  # a bad GM_LEASE_SECONDS is one sentence now, not one per worker
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     mounted = hosts is not None and arguments.worlds.is_dir()
-    login, generated = editor_login(arguments.host, UsageError) if mounted else (None, None)
+    login, generated = editor_login(arguments.host, settings, UsageError) if mounted else (None, None)
     if arguments.workers == 1:
         app = build_app(arguments, login)
     else:
         choose_serve_model(arguments)  # a model that is not configured is one sentence here, not N tracebacks
-        if generated is not None:
-            os.environ["GM_EDITOR_TOKEN"] = generated  # every worker asks for the one token printed below
         kept = {name: str(value) if isinstance(value, Path) else value for name, value in vars(arguments).items()}
-        os.environ[WORKER_ARGUMENTS] = json.dumps({name: kept[name] for name in KEPT_ARGUMENTS})
+        handed = replace(settings, serve_worker_arguments=json.dumps({name: kept[name] for name in KEPT_ARGUMENTS}))
+        if generated is not None:
+            handed = replace(handed, editor_token=generated)  # every worker asks for the one token printed below
+        handed.export("serve_worker_arguments", "editor_token")
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     print(f"Serving stories at http://{shown}:{arguments.port}/  (Ctrl+C stops it)")
     if arguments.workers > 1:
@@ -148,17 +150,19 @@ def build_app(arguments: argparse.Namespace, login: Any) -> Any:
     model = choose_serve_model(arguments)
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
+    settings = settings_of(arguments)
     game = Game(
         model,
-        Store(),
-        settings=round_settings(os.environ),
+        Store(default_database_url(settings)),
+        settings=round_settings(settings),
         judge_model=choose_judge(arguments, model),
         judging=judging,
+        memory_batch=settings.memory_batch,
     )
     return create_app(
         game,
         arguments.worlds,
-        api_token=os.environ.get("GM_API_TOKEN") or None,
+        api_token=settings.api_token,
         editor=hosts is not None and arguments.worlds.is_dir(),
         editor_hosts=hosts or LOOPBACK_HOSTS,
         editor_login=login,
@@ -168,11 +172,12 @@ def build_app(arguments: argparse.Namespace, login: Any) -> Any:
 
 def worker_app() -> Any:
     """The app of one `gm serve --workers N` worker, from the options its parent checked (uvicorn's factory)."""
-    arguments = argparse.Namespace(**json.loads(os.environ[WORKER_ARGUMENTS]))
+    settings = Settings.from_env()  # what the parent checked and handed down (`Settings.export`)
+    arguments = argparse.Namespace(**json.loads(settings.serve_worker_arguments or "{}"), settings=settings)
     arguments.worlds = Path(arguments.worlds)
-    use_prompts(arguments.prompts)
+    use_prompts(arguments.prompts, settings)
     mounted = editor_hosts(arguments.host, editor=arguments.editor) is not None and arguments.worlds.is_dir()
-    login, _ = editor_login(arguments.host, UsageError) if mounted else (None, None)
+    login, _ = editor_login(arguments.host, settings, UsageError) if mounted else (None, None)
     app = build_app(arguments, login)
     tune_server_process()  # each worker is a process of its own (gm.web.process)
     return app
@@ -200,30 +205,17 @@ def describe_worlds(folder: Path) -> str:
     return f"Worlds from {where}: {', '.join(names)}"
 
 
-def round_settings(environ: Mapping[str, str]) -> RoundSettings:
+def round_settings(settings: Settings) -> RoundSettings:
     """The round settings, with the lease's times from GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS (see
     gm.engine.lease)."""
-    default = RoundSettings()
-    settings = replace(
-        default,
-        lease_seconds=_seconds(environ, "GM_LEASE_SECONDS", default.lease_seconds),
-        heartbeat_seconds=_seconds(environ, "GM_HEARTBEAT_SECONDS", default.heartbeat_seconds),
+    rounds = replace(
+        RoundSettings(), lease_seconds=settings.lease_seconds, heartbeat_seconds=settings.heartbeat_seconds
     )
     try:
-        check_settings(settings)
-    except ValueError as error:
-        raise UsageError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
-    return settings
-
-
-def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
-    text = environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number of seconds, not {text!r}") from None
+        check_settings(rounds)
+    except SettingsError as error:
+        raise SettingsError(f"GM_LEASE_SECONDS and GM_HEARTBEAT_SECONDS: {error}") from None
+    return rounds
 
 
 def editor_hosts(host: str, *, editor: bool) -> tuple[str, ...] | None:

@@ -11,14 +11,15 @@ from typing import Any
 
 from gm._text import counted, visible, visible_json
 from gm.chat.terminal import Chat
+from gm.cli._settings import settings_of, store_of
 from gm.engine.game import Game
 from gm.engine.instructions import PROMPTS_ENV, use_prompts
 from gm.engine.judge import judge_settings
 from gm.engine.transcript import render_transcript, story_public, transcript
-from gm.errors import UsageError
+from gm.errors import StoryNotFound, UsageError
 from gm.models.client import ChatModel, ModelClient, ModelSettings
 from gm.rehearsal.model import RehearsalModel
-from gm.store import Store, Story, StoryNotFound
+from gm.store import Store, Story
 from gm.transcript.shapes import as_utc
 from gm.world.definition import World, world_from_data
 from gm.world.loading import load_world
@@ -66,8 +67,9 @@ def add_story_subcommands(subcommands: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_play(arguments: argparse.Namespace) -> int:
-    use_prompts(arguments.prompts)  # every prompt file is checked before anything else
-    store = Store()
+    settings = settings_of(arguments)
+    use_prompts(arguments.prompts, settings)  # every prompt file is checked before anything else
+    store = store_of(arguments)
     if arguments.story:
         story: Story | None = _story(store, arguments.story)
         assert story is not None
@@ -86,7 +88,7 @@ def run_play(arguments: argparse.Namespace) -> int:
     if arguments.player_seed is not None and not arguments.fair:
         raise UsageError("--player-seed is for a story with fair dice: add --fair")
     model = choose_model(arguments, world)
-    game = Game(model, store, judge_model=choose_judge(arguments, model))
+    game = Game(model, store, judge_model=choose_judge(arguments, model), memory_batch=settings.memory_batch)
     judging = {} if arguments.judge is None else {"judge": "off" if arguments.judge == "off" else "on"}
     if story is None:
         story_id = game.begin(
@@ -118,7 +120,13 @@ def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
 
 def model_settings(arguments: argparse.Namespace) -> ModelSettings:
     """The endpoint's settings from the flags, the environment filling in what they leave out."""
-    return ModelSettings.from_env(arguments.base_url, arguments.api_key, arguments.model, arguments.tools)
+    return ModelSettings.from_settings(
+        settings_of(arguments),
+        base_url=arguments.base_url,
+        api_key=arguments.api_key,
+        model=arguments.model,
+        tools=arguments.tools,
+    )
 
 
 def add_tools_argument(parser: argparse.ArgumentParser) -> None:
@@ -157,12 +165,12 @@ def choose_judge(arguments: argparse.Namespace, master: ChatModel) -> ChatModel 
     if not isinstance(endpoint, ModelSettings):
         return None  # the rehearsal plays its own judge
     named = None if arguments.judge in (None, "off") else arguments.judge
-    settings = judge_settings(endpoint, named)
+    settings = judge_settings(endpoint, settings_of(arguments), named)
     return None if settings == endpoint else ModelClient(settings)
 
 
 def run_stories(arguments: argparse.Namespace) -> int:
-    store = Store()
+    store = store_of(arguments)
     stories = store.stories()
     if arguments.json:
         print(json.dumps([story_public(store, story).model_dump(mode="json") for story in stories], indent=2))
@@ -176,7 +184,7 @@ def run_stories(arguments: argparse.Namespace) -> int:
 
 
 def run_show(arguments: argparse.Namespace) -> int:
-    store = Store()
+    store = store_of(arguments)
     data = transcript(store, _story(store, arguments.story).id)
     if arguments.json:
         print(visible_json(json.dumps(data.model_dump(mode="json"), indent=2, ensure_ascii=False)))

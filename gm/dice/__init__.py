@@ -9,7 +9,6 @@ Fraction(1, 6)
 """
 
 from gm.dice.bounds import bounds, spans
-from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
 from gm.dice.odds import Odds, estimate_cost, odds
 from gm.dice.parser import parse
 from gm.dice.result import DiceRoll, Roll
@@ -27,6 +26,7 @@ from gm.dice.roller import (
     system_source,
 )
 from gm.dice.tree import Constant, Dice, Explode, Expression, FaceSet, Keep, Reroll, Successes
+from gm.errors import DiceError, DiceLimitError, DiceSyntaxError
 
 __all__ = [
     "Constant",

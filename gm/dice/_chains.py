@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gm.dice.errors import DiceError
 from gm.dice.tree import Dice
+from gm.errors import DiceError
 
 DiceSource = Callable[[int, int], list[int]]
 

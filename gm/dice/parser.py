@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
 
-from gm.dice.errors import DiceError, DiceLimitError, DiceSyntaxError
+from gm.dice._tokens import Token, describe, tokenize
 from gm.dice.tree import Constant, Dice, Explode, Expression, FaceSet, Keep, KeepMode, Reroll, Successes, Term
+from gm.errors import DiceError, DiceLimitError, DiceSyntaxError
 
 MAX_LENGTH = 100
 MAX_TERMS = 8
@@ -35,12 +35,6 @@ MAX_DICE = 100
 MAX_SIDES = 1000
 MAX_CONSTANT = 1_000_000
 
-TokenKind = Literal["number", "d", "%", "keep", "+", "-", "r", "ro", "!", "!!", "compare", "f", "unknown", "end"]
-
-_DIGITS = frozenset("0123456789")  # str.isdigit() would let full-width digits through
-_SPACES = frozenset(" \t")
-_KEEP_MODES = frozenset({"kh", "kl", "dh", "dl"})
-_COMPARES = ("<=", ">=", "<", ">", "=")
 _MODIFIERS = frozenset({"keep", "r", "ro", "!", "!!", "compare", "f"})
 ANY_VALUE = 10**9  # the open end of a count's comparison: a compounded die can pass any number of sides
 
@@ -49,65 +43,6 @@ EXPECT_AFTER_TERM = "'+', '-' or the end"
 EXPECT_AFTER_DICE = "'kh', 'kl', 'dh', 'dl', 'r', 'ro', '!', a comparison such as '>=5', '+', '-' or the end"
 EXPECT_AFTER_NUMBER = "'d', '+', '-' or the end"
 SPACE_HINT = " (a dice term is written without spaces, such as 4d6kh3)"
-
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    """One lexical piece of a notation; `column` is 1-based, `spaced` says whitespace came before it."""
-
-    kind: TokenKind
-    text: str
-    column: int
-    spaced: bool
-
-
-def tokenize(text: str) -> list[Token]:
-    """Split notation into tokens; characters outside the grammar become `unknown` tokens for the parser
-    to report with what it expected there."""
-    tokens: list[Token] = []
-    lowered = text.lower()
-    index, spaced = 0, False
-    while index < len(lowered):
-        char = lowered[index]
-        if char in _SPACES:
-            index, spaced = index + 1, True
-            continue
-        start = index
-        if char in _DIGITS:
-            while index < len(lowered) and lowered[index] in _DIGITS:
-                index += 1
-            kind: TokenKind = "number"
-        elif lowered[index : index + 2] in _KEEP_MODES:
-            index += 2
-            kind = "keep"
-        elif lowered[index : index + 2] in ("ro", "!!", "<=", ">="):
-            index += 2
-            kind = "compare" if lowered[start] in "<>" else lowered[start:index]  # type: ignore[assignment]
-        elif char in "<>=":
-            index += 1
-            kind = "compare"
-        elif char in ("d", "%", "+", "-", "r", "!", "f"):
-            index += 1
-            kind = char  # type: ignore[assignment]  # the single-character kinds share their text
-        else:
-            # A run of letters reads better in an error ("str") than its first letter alone.
-            index += 1
-            while char.isalpha() and index < len(lowered) and lowered[index].isalpha():
-                index += 1
-            kind = "unknown"
-        tokens.append(Token(kind, lowered[start:index], start + 1, spaced))
-        spaced = False
-    tokens.append(Token("end", "", len(text) + 1, spaced))
-    return tokens
-
-
-def describe(token: Token) -> str:
-    """How a token is shown in an error message."""
-    if token.kind == "end":
-        return ""
-    if token.text.isprintable():
-        return f"'{token.text}'"
-    return " ".join(f"U+{ord(char):04X}" for char in token.text)
 
 
 def parse(text: str) -> Expression:

@@ -14,10 +14,10 @@ from itertools import repeat
 from typing import Protocol, cast, runtime_checkable
 
 from gm.dice._chains import MAX_REROLLS
-from gm.dice.errors import DiceError
 from gm.dice.parser import parse
 from gm.dice.result import Roll
 from gm.dice.tree import Constant, Dice, Expression
+from gm.errors import DiceError
 
 DiceSource = Callable[[int, int], list[int]]
 

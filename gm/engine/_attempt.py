@@ -1,84 +1,36 @@
-"""An attempt at a round as the database sees it: opened, its rolls written, and ended, on a worker thread.
+"""An attempt at a round: its running state, built one way from what the store read, and written at its end.
 
-`gm.engine.round` plays an attempt (the tool loop, the referee, the judge); this module holds what it plays
-with and what it hands to `Store.off_loop`: the attempt's running state (`AttemptState`), its
-opening (`begin`: the story's lease taken, the attempt opened and the past the game master is shown
-read, in one transaction), how its rolls are written (`roll_writer`), and its accepted round written
-(`accept`, in one transaction that lets the lease go) or its pause for the player's dice kept
-(`paused_record`, gm.engine.paused).
+A round is played as an attempt (gm.engine._machine). The store opens a fresh attempt
+(`Store.open_attempt`: the lease taken, the story, the round's earlier rolls and the past read, the
+attempt written, in one transaction) or takes a paused one up again (`Store.take_paused`); either way
+`attempt_state` builds the same `AttemptState` from what it read: the game master's messages so far,
+the round's tools bound to the store (`StoreLedger`), the rolls it holds, and the refusals and model
+calls it has spent. At its end the attempt is written as an accepted round (`accept`) or kept paused
+for the player's dice (`paused_record`), each in one transaction that lets the lease go.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
 from gm import dice
 from gm.engine._earlier_rolls import EarlierRolls
-from gm.engine.memory import recall_queued
-from gm.engine.paused import waiting_sentence
-from gm.engine.prompt import Past, PlayerTurn, game_master_messages
+from gm.engine.prompt import PlayerTurn, game_master_messages
+from gm.engine.results import PlayerRoll, RoundEvents, RoundResult, ignore
 from gm.engine.tools.running import Narration, RoundTools
-from gm.errors import Conflict
-from gm.integrity.secret import is_secret, refuse_if_ended, reveal, sealed_ids
+from gm.integrity.secret import is_secret, reveal, sealed_ids
 from gm.integrity.seeds import fair_dice, stamped
-from gm.models.client import ToolCall
-from gm.store import ModelCall, Opened, PausedRound, RollRecord, RoundRecord, Store, StoryState
-from gm.store._rounds import open_attempt
-from gm.store._stories import Claim
-from gm.transcript.shapes import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic, RoundPublic
+from gm.models.completion import ToolCall
+from gm.store import ModelCall, Opened, PausedRound, RollRecord, RoundRecord, Store, TakenUp
+from gm.transcript.shapes import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic
 from gm.world.definition import World
-
-# A listener told of the round as it happens: ("working", {"call": n}), ("roll", a RollPublic as JSON),
-# ("refusal", {"reason": ...}) and ("narration", {"text": ...}); a web front end streams these.
-RoundEvents = Callable[[str, dict[str, Any]], None]
-
-
-def ignore(kind: str, data: dict[str, Any]) -> None:
-    """The listener when nobody listens."""
-
-
-@dataclass(frozen=True, slots=True)
-class RoundSettings:
-    """Bounds on one round, and how long to wait for a story whose round is already being played."""
-
-    max_refusals: int = 3
-    max_model_calls: int = 8
-    lease_seconds: float = 20.0  # how long a dead process holds its story (see gm.engine.lease)
-    heartbeat_seconds: float = 5.0  # how often a running round renews its lease
-    wait_seconds: float = 0.0
-
-
-class RoundResult(RoundPublic):
-    """What a front end shows after a round: the round in its public shape, and how it was played."""
-
-    story_id: str
-    model_calls: int
-    regenerated: bool = False
-
-
-class RoundPaused(BaseModel):
-    """A round paused for the player's dice (gm.engine.typed_dice): what to ask; `gm.engine._resume.continue_round`
-    goes on with it."""
-
-    story_id: str
-    asking: QuestionPublic
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerRoll:
-    """Dice a player rolled with `/roll`: rolled at the start of the round and given to the game master as a fact."""
-
-    expression: dice.Expression
-    purpose: str = ""
 
 
 @dataclass
 class AttemptState:
-    """The running state of one attempt: messages so far, its tools, refusals, model calls."""
+    """The running state of one attempt: its messages so far, its tools, the refusals drawn, the model calls made."""
 
     messages: list[dict[str, Any]]
     attempt_id: str
@@ -89,13 +41,24 @@ class AttemptState:
     refusals: list[str] = field(default_factory=list)
     calls: list[ModelCall] = field(default_factory=list)
     judged: bool = True  # False for a story started with judging off
-    narrate_reply: int | None = None  # where in `messages` the accepted narrate's tool result is
     judgement: dict[str, Any] | None = None  # the judge's verdicts on the accepted narration, if judged
     calls_before: int = 0  # model calls made before the round paused for dice (they count toward the bound)
+    asked: int = 0  # the game master's calls in this attempt since it opened or was taken up
     regenerating: bool = False
     unfinished: set[str] = field(default_factory=set)  # earlier attempts at this round that were not accepted
-    finish: Callable[[AttemptState, Narration], RoundResult] | None = None  # accepts the round (in the worker thread)
-    accepted: RoundResult | None = None  # the round, once accepted
+
+    @property
+    def model_calls(self) -> int:
+        """The game master's, and the judge's, calls this attempt has made, before a pause included."""
+        return self.calls_before + len(self.calls)
+
+    def refuse(self, reason: str) -> None:
+        """Count one refusal of the round (the referee's, the judge's, a tool's, a plain answer's): kept for the
+        transcript, counted on the model call that drew it, and told to whoever listens."""
+        self.refusals.append(reason)
+        if self.calls:
+            self.calls[-1].refusals += 1
+        self.events("refusal", {"reason": reason})
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,88 +72,114 @@ class Opening:
     source: dice.DiceSource | None
 
 
-def begin(store: Store, story_id: str, world: World, opening: Opening, tell: RoundEvents, lease: Claim) -> AttemptState:
-    """Open the attempt, taking the story's lease: its number, earlier rolls, player roll, prompt.
+@dataclass(frozen=True, slots=True)
+class StoreLedger:
+    """A round's rolls as its tools write and look them up: in the store, each at once (gm.engine.tools)."""
 
-    The lease, what the round reads of the story, its earlier rolls, its attempt and what the game
-    master is shown of the past (the memory keeper's `recall_queued`) are one transaction (`open_attempt`):
-    `LeaseBusy`, with nothing done, if another round holds the story.
-    """
-    with store.transaction() as connection:
-        opened = open_attempt(
-            connection,
-            story_id,
-            regenerate=opening.regenerate,
-            admit=admit,
-            lease=lease,
-            read_with=recall_queued,
-            commit=True,  # with its last batch: one round trip fewer on PostgreSQL
-        )
-    past: Past = opened.read
-    story, number = opened.story, opened.number
-    player_text = opened.player_text if opened.player_text is not None else opening.player_text
-    source = fair_dice(
-        story, opened.seed, opening.source
-    )  # a fair story's dice come from its seed (gm.integrity.seeds)
-    retried = EarlierRolls(opened.retried)  # a round's rolls outlive its attempts
+    store: Store
+    world: World
+    story_id: str
+    round_number: int
+    source: dice.DiceSource | None
+    events: RoundEvents
 
-    write_roll = roll_writer(store, world, source, tell)
-    tools = RoundTools(world, story.id, opened.attempt.id, number, write_roll, source, opened.earlier, retried=retried)
-    tools.dice_from = str(story.settings.get("dice_from", "engine"))
-    bind_secrets(store, tools)
-    tools.clock = _clock_at_start(opened, world)
-    facts = [*opening.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
-    if opening.player_roll is not None:
-        facts.append(tools.roll_for_player(opening.player_roll.expression, opening.player_roll.purpose))
-    turn = PlayerTurn(player_text, tuple(facts))
-    messages = game_master_messages(world, past, turn, tools.clock)
-    judged = story.settings.get("judge") != "off"
+    def write(self, record: RollRecord) -> RollRecord:
+        """Write the roll as the next link of the story's chain, and tell the listener (a secret roll's card is
+        not streamed: gm.integrity.secret)."""
+        stored = self.store.record_roll(stamped(self.source, record))
+        if self.events is not ignore and not is_secret(stored, self.world):
+            self.events("roll", RollPublic.from_stored(stored, self.world).model_dump(mode="json"))
+        return stored
+
+    def find(self, roll_id: int) -> RollRecord | None:
+        found = self.store.rolls_by_id([roll_id])
+        return found[0] if found and found[0].story_id == self.story_id else None
+
+    def reveal(self, roll_id: int) -> None:
+        reveal(self.store, self.story_id, roll_id, self.round_number)
+
+
+def opened_state(store: Store, world: World, opened: Opening, read: Opened, events: RoundEvents) -> AttemptState:
+    """A fresh attempt's state, from what `Store.open_attempt` read: its rolls so far (an earlier version's, when
+    the round is played again; every earlier attempt's at it), the player's own roll, and the prompt."""
+    story, number = read.story, read.number
+    assert read.past is not None  # the round asks for its past as it opens
+    player_text = read.player_text if read.player_text is not None else opened.player_text
+    source = fair_dice(story, read.seed, opened.source)  # a fair story's dice come from its seed (gm.integrity.seeds)
+    tools = RoundTools(
+        world,
+        StoreLedger(store, world, story.id, number, source, events),
+        story.id,
+        read.attempt.id,
+        number,
+        source,
+        read.earlier,
+        retried=EarlierRolls(read.retried),  # a round's rolls outlive its attempts
+        clock=_clock_at_start(read, world),
+        dice_from=str(story.settings.get("dice_from", "engine")),
+    )
+    facts = [*opened.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
+    if opened.player_roll is not None:
+        facts.append(tools.roll_for_player(opened.player_roll.expression, opened.player_roll.purpose))
+    messages = game_master_messages(world, read.past, PlayerTurn(player_text, tuple(facts)), tools.clock)
     return AttemptState(
         messages,
-        opened.attempt.id,
+        read.attempt.id,
         number,
         player_text,
         tools,
-        tell,
-        judged=judged,
-        regenerating=opening.regenerate,
-        unfinished=opened.unfinished,
+        events,
+        judged=story.settings.get("judge") != "off",
+        regenerating=opened.regenerate,
+        unfinished=read.unfinished,
     )
 
 
-def admit(story: StoryState, waiting: dict[str, Any] | None) -> None:
-    """Refuse a round of an ended story, or of one whose round waits for dice (answer or abandon it first)."""
-    refuse_if_ended(story)
-    if waiting is not None:
-        raise Conflict(waiting_sentence(QuestionPublic.model_validate(waiting)))
+def taken_up_state(
+    store: Store,
+    world: World,
+    taken: TakenUp,
+    faces: list[int],
+    source: dice.DiceSource | None,
+    events: RoundEvents,
+) -> AttemptState:
+    """A paused attempt's state, rebuilt from what `Store.take_paused` read, as it was when it paused: the check
+    it paused at rolls next, with the typed `faces` as its dice."""
+    paused, story_id = taken.paused, taken.paused.story_id
+    rolling = fair_dice(taken.story, taken.seed, source)  # plain dice (roll_dice) are still the engine's
+    tools = RoundTools(
+        world,
+        StoreLedger(store, world, story_id, paused.round_number, rolling, events),
+        story_id,
+        paused.attempt_id,
+        paused.round_number,
+        rolling,
+        taken.earlier,
+        rolls=taken.held,
+        retried=EarlierRolls(taken.others, _taken={roll.id for roll in taken.held}),
+        told=set(paused.told),  # what the game master had read before the answer it paused in
+        clock=paused.clock,
+        dice_from="player",
+        typed_faces=faces,
+    )
+    return AttemptState(
+        list(paused.messages),
+        paused.attempt_id,
+        paused.round_number,
+        paused.player_text,
+        tools,
+        events,
+        refusals=list(paused.refusals),
+        judged=paused.judged,
+        calls_before=paused.model_calls,
+        regenerating=paused.regenerating,
+        unfinished=taken.unfinished,
+    )
 
 
-def roll_writer(
-    store: Store, world: World, source: dice.DiceSource | None, tell: RoundEvents
-) -> Callable[[RollRecord], RollRecord]:
-    """How an attempt writes a roll: at once, as the next link of the story's chain, and tells the listener."""
-
-    def write_roll(record: RollRecord) -> RollRecord:
-        stored = store.record_roll(stamped(source, record))
-        if tell is not ignore and not is_secret(
-            stored, world
-        ):  # a secret roll's card is not streamed (gm.integrity.secret)
-            tell("roll", RollPublic.from_stored(stored, world).model_dump(mode="json"))
-        return stored
-
-    return write_roll
-
-
-def bind_secrets(store: Store, tools: RoundTools) -> None:
-    """Give the tools what reveal_roll needs: the story's rolls by id, and a way to write a reveal at once."""
-    story_id, number = tools.story_id, tools.round_number
-
-    def find(roll_id: int) -> RollRecord | None:
-        found = store.rolls_by_id([roll_id])
-        return found[0] if found and found[0].story_id == story_id else None
-
-    tools.find_roll = find
-    tools.reveal = lambda roll_id: reveal(store, story_id, roll_id, number)
+def pending_calls(paused: PausedRound) -> list[ToolCall]:
+    """The tool calls of the answer a round paused in, still to run: the check it paused at first."""
+    return [ToolCall(call["id"], call["name"], call["arguments"]) for call in paused.pending]
 
 
 def _clock_at_start(opened: Opened, world: World) -> int | None:
@@ -203,7 +192,7 @@ def _clock_at_start(opened: Opened, world: World) -> int | None:
 
 
 def accept(
-    store: Store, story_id: str, world: World, state: AttemptState, ending: Narration, regenerate: bool, holder: str
+    store: Store, story_id: str, world: World, state: AttemptState, ending: Narration, holder: str
 ) -> RoundResult:
     """Write the accepted round, its rolls copied in as written, if `holder` holds the lease still, and let the
     lease go (one transaction).
@@ -227,27 +216,27 @@ def accept(
         clock=state.tools.clock,
     )
     store.accept_round(state.attempt_id, record, bind(state.calls, story_id, state.attempt_id), holder=holder)
-    unfinished = state.unfinished  # earlier attempts whose rolls came back to this one
     secret = any(is_secret(roll, world) for roll in state.tools.rolls)
     sealed = sealed_ids(store, story_id, world) if secret else set()  # secret rolls not yet revealed: no card
+    clock = state.tools.clock
     return RoundResult(
         story_id=story_id,
         number=state.number,
         player_text=state.player_text,
         narration=ending.text,
         outcomes=outcomes,
-        rolls=[RollPublic.from_stored(r, world, unfinished=unfinished) for r in rolls if r["id"] not in sealed],
+        rolls=[RollPublic.from_stored(r, world, unfinished=state.unfinished) for r in rolls if r["id"] not in sealed],
         refusals=list(state.refusals),
         judge=JudgementPublic.model_validate(state.judgement) if state.judgement else None,
-        clock=state.tools.clock,
-        time=world.calendar.text(state.tools.clock) if world.calendar and state.tools.clock is not None else None,
+        clock=clock,
+        time=world.calendar.text(clock) if world.calendar and clock is not None else None,
         model_calls=len(state.calls),
-        regenerated=regenerate,
+        regenerated=state.regenerating,
     )
 
 
 def paused_record(story_id: str, state: AttemptState, question: QuestionPublic, pending: list[ToolCall]) -> PausedRound:
-    """Everything the attempt needs to go on once the faces are typed, in any process (gm.engine.paused)."""
+    """Everything the attempt needs to go on once the faces are typed, in any process."""
     return PausedRound(
         story_id=story_id,
         attempt_id=state.attempt_id,
@@ -261,7 +250,7 @@ def paused_record(story_id: str, state: AttemptState, question: QuestionPublic, 
         told=sorted(state.tools.told),
         earlier=[roll.id for roll in state.tools.earlier if roll.id is not None],
         refusals=state.refusals,
-        model_calls=state.calls_before + len(state.calls),
+        model_calls=state.model_calls,
         clock=state.tools.clock,
         question=question.model_dump(mode="json"),
     )

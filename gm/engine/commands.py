@@ -12,8 +12,8 @@ from typing import Literal
 
 from gm import dice
 from gm._text import unstorable
-from gm.engine.round import PlayerRoll
-from gm.errors import UsageError
+from gm.engine.results import PlayerRoll
+from gm.errors import CommandError
 
 HELP = """\
 Type what your character does, and the game master answers.
@@ -28,10 +28,6 @@ Type what your character does, and the game master answers.
 
 
 MAX_LINE = 4000  # characters in one player's turn, in the terminal and on the play page alike (its text box says so)
-
-
-class CommandError(UsageError, ValueError):
-    """A chat line that cannot be used; the message is one sentence for the player."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,27 +15,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from sqlalchemy.exc import IntegrityError
 
 from gm import dice
 from gm._lru import LRU
 from gm._text import require_storable
-from gm.engine._resume import abandon_round, continue_round
 from gm.engine.instructions import prompts_in_use
 from gm.engine.judge import Judge
 from gm.engine.memory import MemoryKeeper
-from gm.engine.round import PlayerRoll, RoundEvents, RoundPaused, RoundResult, RoundSettings, play_round
-from gm.errors import StoryBusy, UsageError
-from gm.integrity.fair import PlayerSeedError, check_player_seed
+from gm.engine.results import PlayerRoll, RoundEvents, RoundPaused, RoundResult
+from gm.engine.round import continue_round, play_round
+from gm.engine.settings import RoundSettings
+from gm.errors import ModelError, PlayerSeedError, StoryBusy, UsageError
+from gm.integrity.fair import check_player_seed
 from gm.integrity.secret import end_story
 from gm.integrity.seeds import first_seed
-from gm.models.client import ChatModel, ModelError, model_name
+from gm.models.client import ChatModel, model_name
 from gm.store import Store, Story
 from gm.store._workers import BACKGROUND
 from gm.world.definition import World
@@ -43,8 +44,9 @@ from gm.world.loading import load_world
 from gm.world.shared import SharedWorlds
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-END_LEASE_SECONDS = 30.0
+SHORT_LEASE_SECONDS = 30.0  # the lease taken to end a story or abandon its paused round: ample for one write
 CACHED_WORLDS = 1024  # stories whose built World is kept (about 20 KB each); the rest are rebuilt when played
 _PLAYS_ONE_WORLD: dict[type, bool] = {}  # per model class: whether its instances play one world at a time
 
@@ -186,22 +188,8 @@ class Game:
         (`RoundPaused`, with the question); `answer` goes on with it, `abandon` drops it.
         """
         require_storable("the player's text", text)  # refused before anything is written (gm._text)
-        result = await play_round(
-            self.store,
-            story_id,
-            world := await self.world_of(story_id),  # also raises StoryNotFound for an unknown id
-            self._model_for(world),
-            text,
-            settings=self.settings,
-            source=self.source,
-            facts=facts,
-            player_roll=player_roll,
-            events=events,
-            judge=self.judge,
-        )
-        if isinstance(result, RoundResult):
-            self._remember(story_id, number=result.number)
-        return result
+        options = {"facts": facts, "player_roll": player_roll}
+        return await self._round(play_round, story_id, text, events, options)
 
     async def answer(
         self, story_id: str, faces: str, *, events: RoundEvents | None = None
@@ -210,16 +198,39 @@ class Game:
 
         Wrong faces raise `WrongFaces` (one sentence) and the question stands; it may pause again at a later check.
         """
-        result = await continue_round(
+        return await self._round(continue_round, story_id, faces, events, {})
+
+    async def regenerate(
+        self, story_id: str, *, facts: tuple[str, ...] = (), events: RoundEvents | None = None
+    ) -> RoundResult | RoundPaused:
+        """Play the last round again for a new narration; its rolls are kept, never rolled again.
+
+        `facts` are told to the game master as with `play` (the chat endpoint's player notes, gm.web.compat).
+        """
+        return await self._round(play_round, story_id, "", events, {"facts": facts, "regenerate": True})
+
+    async def _round(
+        self,
+        play: Callable[..., Awaitable[RoundResult | RoundPaused]],
+        story_id: str,
+        text: str,
+        events: RoundEvents | None,
+        options: dict[str, Any],
+    ) -> RoundResult | RoundPaused:
+        """One round of the story, played (`play_round`) or taken up again (`continue_round`) with this game's
+        model, bounds, dice and judge; an accepted round is then remembered in the background."""
+        world = await self.world_of(story_id)  # also raises StoryNotFound for an unknown id
+        result = await play(
             self.store,
             story_id,
-            world := await self.world_of(story_id),
+            world,
             self._model_for(world),
-            faces,
+            text,
             settings=self.settings,
             source=self.source,
             events=events,
             judge=self.judge,
+            **options,
         )
         if isinstance(result, RoundResult):
             self._remember(story_id, number=result.number)
@@ -227,38 +238,18 @@ class Game:
 
     async def end(self, story_id: str) -> None:
         """End the story: every secret roll in it is shown from now on, and it plays no more rounds
-        (gm.integrity.secret).
-
-        Taken under the story's lease, so it never lands in the middle of a round."""
-        await self.store.off_loop(_end_under_lease, self.store, story_id)
+        (gm.integrity.secret). Taken under the story's lease, so it never lands in the middle of a round."""
+        busy = "a round of this story is being played right now; end the story when that round is done"
+        await self.store.off_loop(_under_lease, self.store, story_id, busy, end_story, self.store, story_id)
 
     async def abandon(self, story_id: str) -> int:
-        """Drop the story's round paused for dice (its rolls stay); the number of the round dropped."""
-        return await self.store.off_loop(abandon_round, self.store, story_id)
+        """Drop the story's round paused for dice (its rolls stay); the number of the round dropped.
 
-    async def regenerate(
-        self, story_id: str, *, facts: tuple[str, ...] = (), events: RoundEvents | None = None
-    ) -> RoundResult | RoundPaused:
-        """Play the last round again for a new narration; its rolls are kept, never rolled again.
-
-        `facts` are told to the game master as with `play` (the chat endpoint's player notes, gm.web.compat.messages).
-        """
-        result = await play_round(
-            self.store,
-            story_id,
-            world := await self.world_of(story_id),  # also raises StoryNotFound for an unknown id
-            self._model_for(world),
-            "",
-            settings=self.settings,
-            source=self.source,
-            facts=facts,
-            regenerate=True,
-            events=events,
-            judge=self.judge,
-        )
-        if isinstance(result, RoundResult):
-            self._remember(story_id, number=result.number)
-        return result
+        Taken under the lease, as a reveal is, so it never lands while that round is being taken up again.
+        A later attempt at the same round gets those rolls back (gm.engine._earlier_rolls): abandoning never
+        re-rolls."""
+        busy = "a round of this story is being played right now; abandon it when that round is done"
+        return await self.store.off_loop(_under_lease, self.store, story_id, busy, self.store.drop_paused, story_id)
 
     def _model_for(self, world: World) -> ChatModel:
         """The game master's model for a story of `world`: a model that plays one world at a time (the
@@ -339,13 +330,15 @@ class Game:
                 self._waiting.pop(story_id)
 
 
-def _end_under_lease(store: Store, story_id: str) -> None:
-    store.story(story_id)  # StoryNotFound first
+def _under_lease(store: Store, story_id: str, busy: str, work: Callable[..., T], *arguments: Any) -> T:
+    """`work(*arguments)` while holding the story's lease for a moment: it never lands in the middle of a round.
+    `StoryNotFound` first; `StoryBusy` with the sentence `busy` while a round holds the story."""
+    store.story(story_id)
     holder = uuid.uuid4().hex
-    if not store.take_lease(story_id, holder, END_LEASE_SECONDS):
-        raise StoryBusy("a round of this story is being played right now; end the story when that round is done")
+    if not store.take_lease(story_id, holder, SHORT_LEASE_SECONDS):
+        raise StoryBusy(busy)
     try:
-        end_story(store, story_id)
+        return work(*arguments)
     finally:
         store.release_lease(story_id, holder)
 

@@ -8,22 +8,18 @@ starts (`use_prompts`), so a missing or empty file is one clear error then, not 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
-from gm.errors import OperatorError
+from gm.config import ENV_NAMES, Settings
+from gm.errors import PromptsError
 
-PROMPTS_ENV = "GM_PROMPTS"
+PROMPTS_ENV = ENV_NAMES["prompts"]
 # Each model's instructions: the game master, the judge, and the memory keeper's two requests.
 PROMPT_NAMES = ("game_master", "judge", "memory_keeper", "memory_fold")
-
-
-class PromptsError(OperatorError):
-    """The prompts folder gm was pointed at lacks a prompt file, or holds one that is empty or unreadable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +33,14 @@ class Prompts:
         return self.texts[name]
 
 
-def read_prompts(folder: str | Path | None = None) -> Prompts:
-    """The instructions in `folder`; without one, in `GM_PROMPTS` if it is set, else the installed prompts/.
+def read_prompts(folder: str | Path | None = None, settings: Settings | None = None) -> Prompts:
+    """The instructions in `folder`; without one, in `settings.prompts` (else the environment's `GM_PROMPTS`, read
+    through gm.config) if it is set, else the installed prompts/.
 
     Raises `PromptsError` naming the first file that is missing, unreadable or empty (only white space).
     """
     if folder is None or str(folder) == "":
-        folder = os.environ.get(PROMPTS_ENV) or None
+        folder = (settings or Settings.from_env()).prompts
     if folder is None:
         base = resources.files("gm.prompts")
         where = "the installed prompts"
@@ -73,10 +70,10 @@ def read_prompts(folder: str | Path | None = None) -> Prompts:
 _active: Prompts | None = None
 
 
-def use_prompts(folder: str | Path | None = None) -> Prompts:
+def use_prompts(folder: str | Path | None = None, settings: Settings | None = None) -> Prompts:
     """Read and check the instructions (see `read_prompts`) and use them from now on in this process."""
     global _active
-    _active = read_prompts(folder)
+    _active = read_prompts(folder, settings)
     return _active
 
 

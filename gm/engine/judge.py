@@ -23,15 +23,15 @@ client's `OperatorError`, as an unreachable game master does.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from gm.config import Settings
 from gm.engine.prompt import TOLD_AS, JudgeRequest, Told, judge_messages
-from gm.errors import RoundFailed
-from gm.models.client import PLACEHOLDER_API_KEY, ChatModel, Completion, ModelRequestRejected, ModelSettings
+from gm.errors import JudgeFailed, ModelRequestRejected
+from gm.models.client import PLACEHOLDER_API_KEY, ChatModel, Completion, ModelSettings
 from gm.models.completion import strip_reasoning
 
 Mode = Literal["json_schema", "tool", "text"]
@@ -76,19 +76,15 @@ RESPONSE_FORMAT: dict[str, Any] = {
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-def judge_settings(master: ModelSettings, model: str | None = None) -> ModelSettings:
+def judge_settings(master: ModelSettings, settings: Settings, model: str | None = None) -> ModelSettings:
     """Where the judge's model is: `model` (from `--judge`) or GM_JUDGE_MODEL, else the game master's model;
-    GM_JUDGE_BASE_URL and GM_JUDGE_API_KEY, else the game master's endpoint and key."""
-    base_url = os.environ.get("GM_JUDGE_BASE_URL", "").strip() or None
-    api_key = os.environ.get("GM_JUDGE_API_KEY", "").strip() or None
-    name = model or os.environ.get("GM_JUDGE_MODEL", "").strip() or master.model
+    GM_JUDGE_BASE_URL and GM_JUDGE_API_KEY, else the game master's endpoint and key (`settings`, gm.config)."""
+    base_url = settings.judge_base_url
+    api_key = settings.judge_api_key
+    name = model or settings.judge_model or master.model
     if base_url is None:
         return replace(master, model=name, api_key=api_key or master.api_key)
     return replace(master, base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=name)
-
-
-class JudgeFailed(RoundFailed):
-    """The judge answered twice without a usable verdict, so no one could check the narration."""
 
 
 @dataclass(frozen=True, slots=True)

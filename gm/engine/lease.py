@@ -2,7 +2,7 @@
 
 Two rounds of one story never run at once, even in two processes sharing a database: a round takes
 the story's lease in the transaction that opens its attempt (`Store.open_attempt`, or
-`gm.engine.paused.take_paused` for a round taken up again), with one conditional UPDATE that comes first,
+`Store.take_paused` for a round taken up again), with one conditional UPDATE that comes first,
 so a story another round holds is refused before anything else is read or written (`LeaseBusy`);
 the round waits and tries again for `wait_seconds`, then `StoryBusy`. The lease is short - by
 default 20 s - and a heartbeat task renews it every 5 s for as long as the round runs, so a round
@@ -13,7 +13,7 @@ renewal. The next round of the story then marks the dead process's attempt aband
 A process can still lose its lease while alive (paused longer than the lease, or cut off from the
 database while another took it over), so the lease also fences the round's end: the transaction
 that writes the accepted round (`Store.accept_round(..., holder=...)`) or keeps a round paused for
-dice (`gm.engine.paused.keep_paused`) writes it only if this round still holds the lease, else it raises
+dice (`Store.keep_paused`) writes it only if this round still holds the lease, else it raises
 `LeaseLost` and the round fails with one sentence, its rolls kept. That same transaction lets the
 lease go. A round that ends any other way (a refusal as it opens, a model error, a cancel, a lost
 lease, a bug) lets it go in a transaction of its own (`RoundLease.release`), as does a round whose
@@ -32,14 +32,12 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from gm.engine.settings import RoundSettings
+from gm.errors import LeaseBusy, SettingsError
 from gm.store import Store
-from gm.store._stories import BUSY as BUSY
-from gm.store._stories import Claim, LeaseBusy
-
-if TYPE_CHECKING:
-    from gm.engine.round import RoundSettings
+from gm.store._stories import Claim
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +47,9 @@ T = TypeVar("T")
 def check_settings(settings: RoundSettings) -> None:
     """Refuse lease times that cannot work: a heartbeat must come at least twice in every lease."""
     if settings.lease_seconds <= 0 or settings.heartbeat_seconds <= 0:
-        raise ValueError("the lease and its heartbeat must both last more than 0 seconds")
+        raise SettingsError("the lease and its heartbeat must both last more than 0 seconds")
     if settings.heartbeat_seconds * 2 > settings.lease_seconds:
-        raise ValueError(
+        raise SettingsError(
             f"the heartbeat ({settings.heartbeat_seconds:g} s) must beat at least twice in each lease"
             f" ({settings.lease_seconds:g} s)"
         )

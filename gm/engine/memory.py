@@ -5,24 +5,25 @@ outcomes are attached by code from the database, never from the model's paraphra
 a calendar, code also starts the summary with the date and time the round ended at ("On Fireday,
 12 Rainmoon 311 AL, 19:30 (dusk): ..."), and keeps that time beside it (`MemoryEntry.clock`), so the
 game master, and the folds that follow, know when each thing happened. The game
-master's prompt (written by `gm.engine.prompt`) holds the world, the characters, the checks, the running
+master's prompt (written by `gm.engine.prompt` from the past the store reads, `PAST_WINDOW`) holds the
+world, the characters, the checks, the running
 summary, the summaries of rounds not yet folded into it, and the last few rounds verbatim. When
 unfolded summaries pile up, the oldest are folded into the running summary by another call, so the
 prompt stops growing with the story. Every stretch of model text shown again is capped in length,
 so a wordy memory keeper cannot grow it either.
 
-Batches. A round's summary is first needed when the round leaves the verbatim window of `recall`
-(the last `VERBATIM_ROUNDS` rounds), so the keeper need not run after every round: it waits until
-`batch` rounds are unremembered (`GM_MEMORY_BATCH`, or `Game(memory_batch=...)`; by default
-`VERBATIM_ROUNDS + 1` = 4, the oldest of them then just leaving the window) and asks for all of them
-in one call, each round still getting its own entry, all written with the call's record in one
-transaction. Nothing the game master sees is lost meanwhile: `recall` shows any round older than the
-window whose memory is not written yet (a batch not yet due, a failed call, a crash) verbatim in its
-place, so there is never a gap. Rounds are remembered oldest first and a later round never before
-an earlier one, so the remembered rounds are always the story's first ones; whatever was not
-written is read back from the database by the next catch-up, in this process or another.
-`Game.settle()` writes a batch not yet due too, so a program that settles before it exits leaves
-nothing waiting; a server that stops without settling leaves it to the story's next rounds.
+Batches. A round's summary is first needed when the round leaves the verbatim window of the past a round
+is shown (`PAST_WINDOW`: the last `VERBATIM_ROUNDS` rounds), so the keeper need not run after every
+round: it waits until `batch` rounds are unremembered (`GM_MEMORY_BATCH`, or `Game(memory_batch=...)`;
+by default `VERBATIM_ROUNDS + 1` = 4, the oldest of them then just leaving the window) and asks for all
+of them in one call, each round still getting its own entry, all written with the call's record in one
+transaction. Nothing the game master sees is lost meanwhile: the past a round reads shows any round
+older than the window whose memory is not written yet (a batch not yet due, a failed call, a crash)
+verbatim in its place, so there is never a gap. Rounds are remembered oldest first and a later round
+never before an earlier one, so the remembered rounds are always the story's first ones; whatever was
+not written is read back from the database by the next catch-up, in this process or another.
+`Game.settle()` writes a batch not yet due too, so a program that settles before it exits leaves nothing
+waiting; a server that stops without settling leaves it to the story's next rounds.
 
 A memory-keeper answer with no usable text (an empty message, a tool call instead of text, or only
 a reasoning block) is a failed memory call, never an empty memory: `EmptyMemory` is raised, the
@@ -36,60 +37,49 @@ each missing round is asked for alone. What is stored is the answer without its 
 from __future__ import annotations
 
 import logging
-import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-from sqlalchemy.engine import Connection
 
 from gm._lru import LRU
 from gm._text import storable
-from gm.engine.prompt import VERBATIM_ROUNDS, Past, dated_summary, fold_messages, keeper_rounds_messages
-from gm.errors import OperatorError, UsageError
-from gm.models.client import ChatModel, Completion, ModelError
+from gm.config import MEMORY_BATCH_DEFAULT, MEMORY_BATCH_MAX, Settings
+from gm.engine._model_calls import model_call_from
+from gm.engine.prompt import VERBATIM_ROUNDS, dated_summary, fold_messages, keeper_rounds_messages
+from gm.errors import EmptyMemory, ModelError, UsageError
+from gm.models.client import ChatModel, Completion
 from gm.models.completion import strip_reasoning
-from gm.store import Store, StoryState
-from gm.store._batch import Batch
-from gm.store._rounds import memories_between, memories_between_queued, newest_rounds_queued, rounds_numbered
-from gm.store.records import MemoryEntry, ModelCall, RoundRecord, Story, model_call_from
+from gm.store import PastWindow, Store
+from gm.store.records import MemoryEntry, ModelCall, RoundRecord
 from gm.world.calendar import calendar_time
 
 log = logging.getLogger(__name__)
 
 FOLD_AFTER = 8  # unfolded round summaries allowed before the oldest are folded
 KEEP_AFTER_FOLD = 4  # summaries left unfolded after a fold
-BATCH_ENV = "GM_MEMORY_BATCH"
-DEFAULT_BATCH = VERBATIM_ROUNDS + 1  # written as the oldest round of the batch leaves the verbatim window
-MAX_BATCH = 8  # rounds in one memory call at most (each round's text is up to 6,000 characters)
+# VERBATIM_ROUNDS + 1 (gm.config keeps the number, as GM_MEMORY_BATCH's default): written as the oldest round of the
+# batch leaves the verbatim window.
+DEFAULT_BATCH = MEMORY_BATCH_DEFAULT
+MAX_BATCH = MEMORY_BATCH_MAX  # rounds in one memory call at most (each round's text is up to 6,000 characters)
 UNLABELLED_LIMIT = 3  # batch answers in a row naming no round, after which rounds are asked for one a call
 COUNTED_STORIES = 4096  # stories whose waiting rounds a keeper counts without reading (MemoryKeeper.due)
 LATE_ROUNDS = 2 * MAX_BATCH  # unremembered rounds older than the verbatim window shown verbatim, at most
-
-
-class EmptyMemory(ModelError):
-    """The memory keeper answered with no usable text; the memory is left for a later round's catch-up."""
+# What a round's game master is shown of the past, read as the round opens (gm.store._memory's `read_past`).
+PAST_WINDOW = PastWindow(VERBATIM_ROUNDS, LATE_ROUNDS)
 
 
 def memory_batch(value: int | None = None) -> int:
-    """The rounds the memory keeper summarises in one call: `value`, else `GM_MEMORY_BATCH`, else 4.
+    """The rounds the memory keeper summarises in one call: `value`, else `GM_MEMORY_BATCH` (gm.config), else
+    `DEFAULT_BATCH`.
 
     Anything but a whole number from 1 to `MAX_BATCH` is one clear error (`UsageError` for `value`,
-    `OperatorError` for the variable).
+    `SettingsError` for the variable).
     """
     if value is not None:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH:
             raise UsageError(f"memory_batch is a whole number of rounds from 1 to {MAX_BATCH}, not {value!r}")
         return value
-    text = os.environ.get(BATCH_ENV, "").strip()
-    if not text:
-        return DEFAULT_BATCH
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_BATCH:
-        raise OperatorError(
-            f"{BATCH_ENV} is the number of rounds the memory keeper summarises in one call,"
-            f" a whole number from 1 to {MAX_BATCH}, not {text[:40]!r}"
-        )
-    return int(text)
+    return Settings.from_env().memory_batch
 
 
 def summary_text(content: str | None) -> str:
@@ -123,53 +113,6 @@ def read_summaries(text: str, numbers: Sequence[int]) -> dict[int, str]:
     return found
 
 
-def recall(store: Store, story: Story | StoryState, before: int) -> Past:
-    """The running summary, unfolded summaries, and the last rounds verbatim, for a round numbered `before`.
-
-    A round older than the verbatim window whose memory is not written yet (a batch not yet due, a
-    failed memory call, a crash) is shown verbatim in its place (the newest `LATE_ROUNDS` of them),
-    so the game master never meets a gap in the story.
-    """
-    with store.reading() as connection:
-        return recall_on(connection, story, before)
-
-
-def recall_on(connection: Connection, story: Story | StoryState, before: int) -> Past:
-    """`recall` on a connection already open."""
-    batch = Batch(connection)
-    read = recall_queued(batch, story, before)
-    batch.send()
-    return read()
-
-
-def recall_queued(batch: Batch, story: Story | StoryState, before: int) -> Callable[[], Past]:
-    """`recall`'s reads queued in a batch (a round reads its past in the batch that opens it: gm.store._rounds's
-    `open_attempt`); returns what reads them once the batch is sent."""
-    newest = newest_rounds_queued(batch, story.id, VERBATIM_ROUNDS)
-    # Rounds are numbered 1, 2, 3... with no holes, the newest `story.rounds`, so where the verbatim window
-    # starts is known before the rounds are read, and the memories before it are read in the same batch.
-    window = range(max(1, story.rounds - VERBATIM_ROUNDS + 1), story.rounds + 1)
-    expected = next((number for number in window if number < before), before)
-    memories = memories_between_queued(batch, story.id, story.summary_through, expected)
-
-    def read() -> Past:
-        recent = [record for record in newest() if record.number < before]
-        first_verbatim = recent[0].number if recent else before
-        if first_verbatim == expected:
-            entries = memories()
-        else:  # the rounds were not as counted: read the memories before the real window
-            entries = memories_between(batch.connection, story.id, story.summary_through, first_verbatim)
-        # A missing memory shows without another query. The rounds that stand in for missing memories are read
-        # after the memories: a memory written in between then leaves its round shown verbatim, never not at all.
-        missing = set(range(story.summary_through + 1, first_verbatim)) - {entry.round_number for entry in entries}
-        late = sorted(missing)[-LATE_ROUNDS:]
-        if late:
-            recent = rounds_numbered(batch.connection, story.id, late) + recent
-        return Past(story.summary, entries, recent)
-
-    return read
-
-
 class MemoryKeeper:
     """Writes accepted rounds' memories, `batch` rounds a call, and folds old ones into the running summary."""
 
@@ -191,7 +134,7 @@ class MemoryKeeper:
         batch short by more than this round: the round then joins the count, and nothing is read. Anything
         it did not see - a round played by another process (its number skips one), a regenerated round (its
         number repeats), a story it never counted, a failed catch-up - makes it True. A round waiting here is
-        still shown to the game master verbatim (`recall`), so skipping the read never leaves a gap.
+        still shown to the game master verbatim (`PAST_WINDOW`), so skipping the read never leaves a gap.
         """
         counted = self._counted.get(story_id)
         if counted is None:

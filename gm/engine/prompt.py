@@ -10,7 +10,6 @@ folder, read by `gm.engine.instructions`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from gm.engine.instructions import instructions
 from gm.world._cache import PerWorld
 
 if TYPE_CHECKING:
+    from gm.store import Past
     from gm.store.records import MemoryEntry, RoundRecord
     from gm.world.definition import World
 
@@ -42,15 +42,6 @@ VERBATIM_CHARS = 3000  # cap on one verbatim narration or player text
 def cap(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, an ellipsis marking the cut."""
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-@dataclass(frozen=True, slots=True)
-class Past:
-    """What the game master is shown of the story so far."""
-
-    summary: str
-    memories: Sequence[MemoryEntry]
-    recent: Sequence[RoundRecord]
 
 
 # The game master
@@ -374,53 +365,3 @@ def read_judge_request(text: str) -> JudgeRequest | None:
             who, check, band, result, critical = found.groups()
             outcomes.append(JudgedOutcome(who, check, band, result, critical is not None))
     return JudgeRequest(narration, tuple(outcomes))
-
-
-# Prompted tool calling (for servers that take no `tools`; see gm.models._textcalls)
-
-CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
-RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
-
-
-def prompted_tools_text(functions: Sequence[Mapping[str, Any]], forced: str | None = None) -> str:
-    """The tools described for a model whose server takes none, and how to call them in text.
-
-    `forced` names the one tool the model must call now ("" for any tool; None leaves it free).
-    """
-    described = "\n".join(
-        json.dumps(
-            {"name": f.get("name"), "description": f.get("description", ""), "parameters": f.get("parameters", {})},
-            ensure_ascii=False,
-        )
-        for f in functions
-    )
-    example = written_call("tool_name", {"argument": "value"})
-    lines = [
-        "# Tools",
-        "You can call these tools. Each is given as JSON: its name, what it does, and its parameters (JSON Schema).",
-        described,
-        "",
-        f"To call a tool, answer with only {CALL_OPEN} blocks, one per call, each holding a JSON object with the "
-        f"tool's name and its arguments, like this:\n{example}",
-        f"Write nothing else in an answer that calls tools, and wait for each {RESPONSE_OPEN} before you use what "
-        "it says. To answer without a tool, write plain text with no JSON in it.",
-    ]
-    if forced:
-        lines.append(f"Now call the tool {forced}.")
-    elif forced == "":
-        lines.append("Now call one of the tools.")
-    return "\n".join(lines)
-
-
-def written_call(name: str, arguments: Any) -> str:
-    """One tool call as the model writes it in prompted tool calling."""
-    return f"{CALL_OPEN}{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}{CALL_CLOSE}"
-
-
-def tool_response_text(name: str, content: str) -> str:
-    """A tool's answer, given back as a user message in prompted tool calling."""
-    try:
-        value: Any = json.loads(content)  # the engine's results are JSON: given as JSON, not as a string of it
-    except ValueError:
-        value = content
-    return f"{RESPONSE_OPEN}\n{json.dumps({'name': name, 'content': value}, ensure_ascii=False)}\n{RESPONSE_CLOSE}"

@@ -7,7 +7,6 @@ print (the play page draws the same words in play.js).
 
 from __future__ import annotations
 
-from gm.engine.paused import question_of
 from gm.integrity.secret import sealed_ids, stub, visible
 from gm.store import Store, Story
 from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
@@ -53,7 +52,7 @@ def story_public(store: Store, story: Story, commitment: str | None = None) -> S
     if story.fair and commitment is None:
         commitment = store.current_seed(story.id).commitment
     public = StoryPublic.from_record(story, commitment)
-    public.asking = question_of(store, story.id)  # a round waiting for the player's dice (gm.engine.typed_dice)
+    public.asking = store.question(story.id)  # a round waiting for the player's dice (gm.engine.typed_dice)
     return public
 
 

@@ -16,16 +16,12 @@ import re
 from typing import Literal
 
 from gm import dice
-from gm.errors import UsageError
+from gm.errors import WrongFaces
 from gm.transcript.shapes import QuestionPublic
 
 DiceFrom = Literal["engine", "player"]
 MAX_FACES_TEXT = 1000  # a hundred dice of three digits, with room for commas and spaces
 _SEPARATORS = re.compile(r"[\s,;]+")
-
-
-class WrongFaces(UsageError):
-    """Faces that do not answer the question: one sentence, and the question stands."""
 
 
 class FacesNeeded(Exception):

@@ -8,7 +8,8 @@ does not agree. Pure: no I/O.
 from __future__ import annotations
 
 from gm import dice
-from gm.rules.checks import EDGES, Check, CheckRollError, Edge, opposed_modifier
+from gm.errors import CheckRollError
+from gm.rules.checks import EDGES, Check, Edge, opposed_modifier
 from gm.rules.naturals import read_roll
 from gm.transcript.shapes import RollPublic
 

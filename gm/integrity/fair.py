@@ -30,15 +30,11 @@ import secrets
 import unicodedata
 
 from gm import dice
-from gm.errors import UsageError
+from gm.errors import PlayerSeedError
 
 SEED_BYTES = 32
 MAX_PLAYER_SEED = 200
 _WORDS = tuple(range(0, 32, 4))
-
-
-class PlayerSeedError(UsageError, ValueError):
-    """A player's seed that cannot be used; one sentence saying why."""
 
 
 def new_seed() -> str:

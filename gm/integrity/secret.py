@@ -9,7 +9,7 @@ rounds, and every secret roll in it is shown. The operator's `gm show` always sh
 
 In the player's transcript a sealed roll keeps its place in the integrity chain as a stub: its id, seq,
 round, attempt, kind, check and character, its `prev_hash`, and `hash`, the SHA-256 of the whole roll
-(gm.integrity.chain), but no faces, total, value, band or result. `gm audit` follows the chain through the stub
+(gm.transcript.chain), but no faces, total, value, band or result. `gm audit` follows the chain through the stub
 (the next roll's `prev_hash` must be its `hash`) and counts it as sealed; once revealed, the roll's
 contents hash to that same value, which `gm audit --since` checks against a transcript saved before.
 """
@@ -21,14 +21,12 @@ from datetime import UTC, datetime
 
 from sqlmodel import col, select
 
-from gm.errors import Conflict
-from gm.integrity.chain import roll_hash
-from gm.store import Store, StoryNotFound, StoryState
+from gm.errors import Conflict, StoryEnded, StoryNotFound
+from gm.store import Store, StoryState
 from gm.store.records import PausedRound, RevealRecord, RollRecord, Story
+from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic
 from gm.world.definition import World
-
-STORY_ENDED = "this story has ended; its secret rolls are shown, and it plays no more rounds"
 
 
 def secret_checks(world: World) -> set[str]:
@@ -108,6 +106,6 @@ def end_story(store: Store, story_id: str) -> None:
 
 
 def refuse_if_ended(story: Story | StoryState) -> None:
-    """`Conflict` for a story that has ended: it plays no more rounds."""
+    """`StoryEnded` for a story that has ended: it plays no more rounds."""
     if story.ended_at is not None:
-        raise Conflict(STORY_ENDED)
+        raise StoryEnded()

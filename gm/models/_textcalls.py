@@ -28,8 +28,6 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gm.engine.prompt import prompted_tools_text, tool_response_text, written_call
-
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 _FENCE = re.compile(r"\A```[a-zA-Z]*\s*(.*?)\s*```\Z", re.DOTALL)
 _PYTHON_TAG = re.compile(r"\A<\|python_tag\|>\s*(.*?)\s*(?:<\|eom_id\|>|<\|eot_id\|>)?\Z", re.DOTALL)
@@ -189,3 +187,53 @@ def refuses_tools(status: int, message: str) -> bool:
     if status in (400, 422) and _NAMES_TOOLS.search(message):
         return True
     return status == 500 and bool(_NO_TOOLS_AT_ALL.search(message))
+
+
+# How prompted tool calling describes the tools, and writes calls and their answers in text
+
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
+
+
+def prompted_tools_text(functions: Sequence[Mapping[str, Any]], forced: str | None = None) -> str:
+    """The tools described for a model whose server takes none, and how to call them in text.
+
+    `forced` names the one tool the model must call now ("" for any tool; None leaves it free).
+    """
+    described = "\n".join(
+        json.dumps(
+            {"name": f.get("name"), "description": f.get("description", ""), "parameters": f.get("parameters", {})},
+            ensure_ascii=False,
+        )
+        for f in functions
+    )
+    example = written_call("tool_name", {"argument": "value"})
+    lines = [
+        "# Tools",
+        "You can call these tools. Each is given as JSON: its name, what it does, and its parameters (JSON Schema).",
+        described,
+        "",
+        f"To call a tool, answer with only {CALL_OPEN} blocks, one per call, each holding a JSON object with the "
+        f"tool's name and its arguments, like this:\n{example}",
+        f"Write nothing else in an answer that calls tools, and wait for each {RESPONSE_OPEN} before you use what "
+        "it says. To answer without a tool, write plain text with no JSON in it.",
+    ]
+    if forced:
+        lines.append(f"Now call the tool {forced}.")
+    elif forced == "":
+        lines.append("Now call one of the tools.")
+    return "\n".join(lines)
+
+
+def written_call(name: str, arguments: Any) -> str:
+    """One tool call as the model writes it in prompted tool calling."""
+    return f"{CALL_OPEN}{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}{CALL_CLOSE}"
+
+
+def tool_response_text(name: str, content: str) -> str:
+    """A tool's answer, given back as a user message in prompted tool calling."""
+    try:
+        value: Any = json.loads(content)  # the engine's results are JSON: given as JSON, not as a string of it
+    except ValueError:
+        value = content
+    return f"{RESPONSE_OPEN}\n{json.dumps({'name': name, 'content': value}, ensure_ascii=False)}\n{RESPONSE_CLOSE}"

@@ -1,233 +1,228 @@
-"""How requests reach a model server, and what an HTTP failure from one means.
+"""How a request reaches a model server, and what an HTTP failure from one means.
 
-`Clients` is the openai clients a `gm.models.client.ModelClient` sends through, and each request's body
-posted through one of them. The rest says whether retrying a failure may help, the wait it asks
-for, and its reason as part of one sentence for a person (gm.models.client retries, in one place).
+`Endpoint` is gm's own HTTP client for one OpenAI-compatible server: it posts the JSON body gm built
+and returns the answer's bytes, over aiohttp. The rest says whether retrying a failure may help, the
+wait it asks for, and its reason as part of one sentence for a person (gm.models.client retries, in
+one place, and reads the answer, in gm.models.completion).
+
+Why a client of its own: gm builds each body itself, retries itself and reads each answer itself, so
+all it took from the openai client was the HTTP exchange, and that client's request path (options
+copied twice, headers merged and validated, the URL merged and parsed again, a response wrapper)
+cost as much CPU as the exchange. aiohttp keeps idle connections in a list per host and parses HTTP
+in C (bench/client_bench.py measures a model call's CPU side by side with the code before).
+
+What a server sees is what the openai client sent it: `POST {base_url}/chat/completions` with the
+body as `application/json`, `Authorization: Bearer <key>`, `OpenAI-Organization` and `OpenAI-Project`
+where they are set; redirects followed, cookies kept, the proxy `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`
+name (`proxy`, from gm.config.proxy_for), the system's certificates (or `SSL_CERT_FILE`). Only the
+`User-Agent` says gm. A failure is one of three, worded as the openai client's errors were
+(tests/models/model_failures.json holds what they said): an answer that is not 2xx
+(`StatusFailure`, its body read as that client read it), no answer in time (`TimedOut`), or no
+answer at all (`ConnectionFailure`, with aiohttp's reason).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import contextlib
+import functools
+import json
+import weakref
+from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, cast
+from typing import Any
 
-import openai
+import aiohttp
 
-from gm.models._aiohttp import AiohttpClient
 from gm.models._textcalls import refuses_tools
 
 RETRIED_STATUSES = frozenset({408, 409, 429})  # and every 5xx
-
-# The openai client's marker for "give me the HTTP response, not a parsed object" (what `with_raw_response` sets).
-_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
-
-SHARD_LOAD = 16  # requests in flight on every client before another client is opened
-MAX_SHARDS = 32  # beyond SHARD_LOAD x MAX_SHARDS requests in flight, the clients' pools just grow (a client: ~1 MB)
-KEPT_IDLE = 2 * SHARD_LOAD  # idle connections a client keeps: room for a burst past SHARD_LOAD, without churn
+MAX_CONNECTIONS = 1000  # requests in flight to one server at most; the rest wait for a connection
+KEEPALIVE_SECONDS = 5.0  # how long an idle connection is kept for the next call
 
 
-@dataclass(eq=False)
-class _Shard:
-    """One openai client, how many requests are in flight on it, and its request once built (see `_Prepared`)."""
-
-    client: openai.AsyncOpenAI
-    in_flight: int = 0
-    prepared: _Prepared | None = None
-    prepare: bool = True  # False once the client proved unfit for `_Prepared` (see `_Prepared.of`)
+class HttpFailure(Exception):
+    """A request that got no 2xx answer. Never leaves gm.models: `ModelClient` words it as a `ModelError`."""
 
 
-class _Prepared:
-    """A chat completion request as the openai client built it, rebuilt around each new body for a fraction of the CPU.
+class StatusFailure(HttpFailure):
+    """The server answered with a status that is not 2xx; `body` is its error object, read as the openai client
+    read one (the JSON's `error` member, the JSON itself, or the text when it is not JSON)."""
 
-    Why: the openai client's `request()` rebuilds the same request every time (options copied
-    twice, headers merged and validated, the URL merged with the base URL and parsed again, a
-    response wrapper built), about as much CPU as the HTTP exchange itself. A shard's first
-    request takes that path; its request (URL, headers, timeout) is then kept, and each later
-    request is that one with a new body (and, where the client has them, a fresh idempotency key
-    and the cookies its jar holds now), sent through the same client's own `_send_request` and so
-    its httpx client, its connection pool and its timeouts. Failures become the errors the
-    client's `request()` raises (`APITimeoutError`, `APIConnectionError`, and its own
-    `_make_status_error_from_response` for any answer that is not 2xx), from the same causes, so
-    gm's retry layer and its sentences see no difference. The openai client's own retries are off
-    either way (`max_retries=0`: `request()` would not have retried either).
-    """
+    def __init__(self, status: int, headers: Mapping[str, str], text: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.headers = headers
+        self.text = text
+        body: object = text.strip()
+        with contextlib.suppress(ValueError, RecursionError):
+            body = json.loads(text)
+        self.body = body.get("error", body) if isinstance(body, dict) else body
+        found = self.body if isinstance(self.body, dict) else {}
+        self.code = None if found.get("code") is None else str(found["code"])
+        self.type = found.get("type") if isinstance(found.get("type"), str) else None
+
+
+class ConnectionFailure(HttpFailure):
+    """No answer: the connection was refused or broke, or what came back was not HTTP; the message says which."""
+
+
+class TimedOut(ConnectionFailure):
+    """No answer within the timeout (to connect, or between two parts of the answer)."""
+
+
+# aiohttp's failures, most specific first: a timeout, or a connection failure with aiohttp's reason.
+_TIMEOUTS = (aiohttp.ConnectionTimeoutError, aiohttp.SocketTimeoutError, aiohttp.ServerTimeoutError, TimeoutError)
+_FAILURES = (aiohttp.ClientError, OSError, ValueError)  # ValueError: a base URL that is not one
+
+
+class Endpoint:
+    """One model server, reached through one aiohttp session per event loop (opened by the first request on it)."""
 
     def __init__(
         self,
-        client: openai.AsyncOpenAI,
-        sent: Any,
-        timeouts: tuple[type[BaseException], ...],
-        request_errors: tuple[type[BaseException], ...],
+        base_url: str,
+        api_key: str,
+        timeout: float,
+        *,
+        organization: str | None = None,
+        project: str | None = None,
+        proxy: str | None = None,
     ) -> None:
-        self._send = client._send_request
-        self._status_error = client._make_status_error_from_response
-        self._cookies = client._client.cookies
-        self._idempotency_header = client._idempotency_header
-        self._idempotency_key = client._idempotency_key
-        self._timeouts, self._request_errors = timeouts, request_errors  # as `request()` maps them
-        self._request_class = type(sent)
-        self._url = sent.url
-        self._extensions = dict(sent.extensions)
-        self._headers = sent.headers.copy()
-        for name in ("content-length", "cookie"):  # set again for each request: its body, and the jar as it is then
-            self._headers.pop(name, None)
+        self._base = base_url.rstrip("/")
+        self._proxy = proxy
+        self._headers = {"Accept": "application/json", "User-Agent": _user_agent()}
+        self._headers["Authorization"] = f"Bearer {api_key}"
+        if organization:
+            self._headers["OpenAI-Organization"] = organization
+        if project:
+            self._headers["OpenAI-Project"] = project
+        self._json = {**self._headers, "Content-Type": "application/json"}
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout)
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._dropped: weakref.finalize[Any, Endpoint] | None = None
 
-    @classmethod
-    def of(cls, client: openai.AsyncOpenAI, sent: Any) -> _Prepared | None:
-        """The request `client` sent (`sent`), ready to be sent again; None when the client may change it per request.
+    async def post(self, path: str, body: bytes) -> bytes:
+        """POST `body` (JSON) to `path` under the base URL; the answer's body, or an `HttpFailure`."""
+        return await self._send("POST", path, body, self._json)
 
-        A client authenticating otherwise than by one fixed API key (a key provider, workload
-        identity, a provider's runtime, custom httpx auth) writes a request anew each time, and
-        keeps the openai client's full path; so does an openai package without these parts.
-        """
+    async def get(self, path: str) -> bytes:
+        """GET `path` under the base URL; the answer's body, or an `HttpFailure`."""
+        return await self._send("GET", path, None, self._headers)
+
+    async def _send(self, method: str, path: str, body: bytes | None, headers: Mapping[str, str]) -> bytes:
         try:
-            from openai._httpx2 import request_exceptions, timeout_exceptions
+            async with self._session_here().request(method, self._base + path, data=body, headers=headers) as answer:
+                content = await answer.read()
+                status, answer_headers, charset = answer.status, answer.headers, answer.charset
+        except _TIMEOUTS as error:
+            raise TimedOut(str(error) or "timed out") from error
+        except _FAILURES as error:
+            # aiohttp words a malformed answer as `400, message="..."`: its parser's own code, not the server's status.
+            text = error.message if isinstance(error, aiohttp.ClientResponseError) else str(error)
+            raise ConnectionFailure(text or type(error).__name__) from error
+        if not 200 <= status < 300:
+            raise StatusFailure(status, answer_headers, _decoded_text(content, charset))
+        return content
 
-            per_request = (
-                getattr(client, "_api_key_provider", None),
-                getattr(client, "_workload_identity_auth", None),
-                getattr(client, "_provider_runtime", None),
-                client.custom_auth,
-            )
-            if any(part is not None for part in per_request) or sent.method != "POST":
-                return None
-            return cls(client, sent, timeout_exceptions(), request_exceptions())
-        except (ImportError, AttributeError):
-            return None
-
-    async def post(self, body: bytes) -> Any:
-        """POST `body` as the prepared request's; the HTTP response (2xx), or the openai client's error."""
-        request = self._request_class(
-            "POST", self._url, headers=self._headers, content=body, extensions=self._extensions
-        )
-        if self._idempotency_header:
-            request.headers[self._idempotency_header] = self._idempotency_key()
-        if self._cookies:
-            self._cookies.set_cookie_header(request)
-        try:
-            response = await self._send(request, stream=False)
-        except self._timeouts as error:
-            raise openai.APITimeoutError(request=request) from error
-        except openai.OpenAIError:
-            raise
-        except self._request_errors as error:
-            raise openai.APIConnectionError(request=request) from error
-        if not response.is_success:
-            raise self._status_error(response) from None
-        return response
-
-
-class Clients:
-    """The openai clients one model endpoint is reached through, opened as the requests in flight grow.
-
-    Why several: each openai client keeps its connections in one httpx pool, and that pool walks
-    every connection it holds on each request and on each response (httpcore checks each for
-    expiry, polling the idle ones' sockets). With a hundred stories waiting on the model at once,
-    one pool of a hundred connections spent more of the event loop than the rest of the client.
-    So a request goes to the first client with fewer than SHARD_LOAD requests in flight, each pool
-    keeps at most KEPT_IDLE idle connections, and when every client is full one more is opened (in
-    a worker thread: building an openai client loads TLS certificates, tens of milliseconds the
-    event loop must not wait), up to MAX_SHARDS; past that, the least loaded client takes it.
-    The first client is opened the same way, the first request waiting for it (its modules' first
-    import reads files too). Only the event loop's thread uses this (the counts need no lock); every
-    client has the same settings, retries off. That walk was httpx's pool; the clients now send over
-    aiohttp (`gm.models._aiohttp`), whose pool does not walk its connections and ignores KEPT_IDLE,
-    so the split may no longer pay: it is kept as measured until a bench says otherwise.
-    """
-
-    def __init__(self, make: Callable[..., openai.AsyncOpenAI]) -> None:
-        self._make = make
-        self._shards: list[_Shard] = []  # the first is opened by the first request, and again after `aclose`
-        self._opening: asyncio.Task[None] | None = None
-
-    def _open_one(self) -> _Shard:
-        # The openai client's own defaults, but fewer idle connections: it is a surplus of them that each
-        # request's walk of the pool polls. The Limits class is the one the installed openai uses.
-        limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
-            max_connections=openai.DEFAULT_CONNECTION_LIMITS.max_connections,
-            max_keepalive_connections=KEPT_IDLE,
-            keepalive_expiry=openai.DEFAULT_CONNECTION_LIMITS.keepalive_expiry,
-        )
-        return _Shard(self._make(http_client=AiohttpClient(limits=limits)))
-
-    @property
-    def count(self) -> int:
-        """How many clients are open."""
-        return len(self._shards)
-
-    async def post(self, body: bytes) -> Any:
-        """POST one chat completion request body; its raw HTTP response, or the openai client's error.
-
-        This is the openai client's own request path (headers, authentication, timeout, error
-        classes) without its request transform: `chat.completions.create` walks every message and
-        tool schema against the request's TypedDicts, which cost as much CPU as the rest of a call
-        and changes nothing in a body gm already builds as plain JSON. After a client's first
-        request, its later ones are that request with a new body (`_Prepared`).
-        """
-        while not self._shards:  # the first client, opened off the loop as every other (and again after `aclose`)
-            await asyncio.shield(self._opened())
-        shard = next((shard for shard in self._shards if shard.in_flight < SHARD_LOAD), None)
-        if shard is None:
-            shard = min(self._shards, key=_load)
-            if len(self._shards) < MAX_SHARDS:
-                self._opened()
-        shard.in_flight += 1
-        try:
-            if shard.prepared is not None:
-                return await shard.prepared.post(body)
-            raw = await shard.client.post(
-                "/chat/completions",
-                cast_to=object,
-                content=body,
-                options={"headers": _RAW_RESPONSE, "max_retries": 0, "security": {"bearer_auth": True}},
-            )
-        finally:
-            shard.in_flight -= 1
-        response = cast(Any, raw).http_response
-        if shard.prepare and not response.history:  # a request redirected elsewhere is not the one to repeat
-            shard.prepared = _Prepared.of(shard.client, response.request)
-            shard.prepare = False
-        return response
-
-    def _opened(self) -> asyncio.Task[None]:
-        """The client being opened, or one more opening now (in a worker thread: see the class)."""
-        if self._opening is None:
-            self._opening = asyncio.get_running_loop().create_task(self._open())
-        return self._opening
-
-    async def _open(self) -> None:
-        try:
-            self._shards.append(await asyncio.to_thread(self._open_one))
-        finally:
-            self._opening = None
+    def _session_here(self) -> aiohttp.ClientSession:
+        # A session belongs to the event loop it was opened on; a client used again under a new loop (a
+        # library user calling asyncio.run twice) opens a new one rather than touch the old loop's sockets.
+        loop = asyncio.get_running_loop()
+        session = self._session
+        if session is not None and self._loop is loop and not session.closed:
+            return session
+        if session is not None and self._loop is not None:
+            _let_go(session, self._loop)
+        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0, keepalive_timeout=KEEPALIVE_SECONDS)
+        # Cookies as httpx keeps them (a load balancer's, say), also from a server named by its IP address.
+        jar = aiohttp.CookieJar(unsafe=True)
+        # The proxy is the one the environment named when the client was made (gm.config.proxy_for), as httpx chose
+        # its own: aiohttp's `trust_env` would look it up again for every request, in a worker thread.
+        session = aiohttp.ClientSession(connector=connector, cookie_jar=jar, timeout=self._timeout, proxy=self._proxy)
+        self._session, self._loop = session, loop
+        # A client dropped without being closed (a library user who never calls aclose) lets its sockets go
+        # when it is collected, instead of aiohttp warning of an unclosed session.
+        if self._dropped is not None:
+            self._dropped.detach()
+        self._dropped = weakref.finalize(self, _let_go, session, loop)
+        return session
 
     async def aclose(self) -> None:
-        """Close every client's connections (and one being opened); a later request opens a new client."""
-        if self._opening is not None:
-            await asyncio.gather(self._opening, return_exceptions=True)
-        shards, self._shards = self._shards, []
-        for shard in shards:
-            await shard.client.close()
+        """Close the connections; a later request opens new ones."""
+        session, loop, self._session = self._session, self._loop, None
+        if self._dropped is not None:
+            self._dropped.detach()
+            self._dropped = None
+        if session is None or loop is None:
+            return
+        if loop is asyncio.get_running_loop():
+            await session.close()
+        else:
+            _let_go(session, loop)
 
 
-def _load(shard: _Shard) -> int:
-    return shard.in_flight
+@functools.cache
+def _user_agent() -> str:
+    from importlib import metadata
+
+    try:
+        return f"gm/{metadata.version('gm')}"
+    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "gm"
+
+
+def _decoded_text(content: bytes, charset: str | None) -> str:
+    try:
+        return content.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return content.decode("utf-8", errors="replace")
+
+
+def _let_go(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop) -> None:
+    """Close a session from where it cannot be awaited: a finalizer, or a call made on another event loop."""
+    if session.closed:
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if loop is running:
+        loop.create_task(session.close())
+    elif loop.is_running():  # another thread's loop
+        asyncio.run_coroutine_threadsafe(session.close(), loop)
+    elif not loop.is_closed() and running is None:
+        loop.run_until_complete(session.close())
+    elif session.connector is not None:
+        # Its loop is closed (or stopped under a loop that runs now): nothing can be awaited there. Closing
+        # the connector marks it closed, so neither it nor the session warns when collected; its sockets
+        # close with their transports.
+        _finish(session.connector.close())
+
+
+def _finish(awaitable: Awaitable[Any]) -> None:
+    """Run an awaitable that completes without waiting (aiohttp's close of a connector whose loop is gone)."""
+    steps = awaitable.__await__()
+    try:
+        steps.send(None)
+    except StopIteration:
+        return
+    steps.close()
 
 
 def is_retryable(error: BaseException) -> bool:
     """Whether retrying may help: connection errors, timeouts, HTTP 408/409/429/5xx, but not an exhausted quota."""
-    if isinstance(error, openai.APIConnectionError):
+    if isinstance(error, ConnectionFailure):
         return True
-    if not isinstance(error, openai.APIStatusError):
+    if not isinstance(error, StatusFailure):
         return False
     if "insufficient_quota" in (error.code, error.type):
         return False
-    if refuses_tools(error.status_code, server_message(error)):
+    if refuses_tools(error.status, server_message(error)):
         return False  # llama.cpp's server says "tools param requires --jinja flag" with a 500: retrying cannot help
-    return error.status_code in RETRIED_STATUSES or error.status_code >= 500
+    return error.status in RETRIED_STATUSES or error.status >= 500
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
@@ -254,25 +249,21 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
-def reason(error: openai.APIError, timeout: float) -> str:
+def reason(error: HttpFailure, timeout: float) -> str:
     """Why a request failed, as part of a sentence: a timeout, an HTTP status and message, a connection error."""
-    if isinstance(error, openai.APITimeoutError):
+    if isinstance(error, TimedOut):
         return f"no answer within {timeout:g} s"
-    if isinstance(error, openai.APIStatusError):
-        return f"HTTP {error.status_code} ({server_message(error)})"
-    cause = error.__cause__
-    return (
-        f"a connection error ({sentence_part(str(cause) or type(cause).__name__)})" if cause else "a connection error"
-    )
+    if isinstance(error, StatusFailure):
+        return f"HTTP {error.status} ({server_message(error)})"
+    return f"a connection error ({sentence_part(str(error))})"
 
 
-def server_message(error: openai.APIStatusError) -> str:
+def server_message(error: StatusFailure) -> str:
     """What the server said in its error answer, fit to sit inside a sentence."""
     body = error.body
     if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"].strip():
         return sentence_part(body["message"])
-    text = error.response.text if body is None else str(body)
-    return sentence_part(text) or "no reason given"
+    return sentence_part(str(body)) or "no reason given"
 
 
 def sentence_part(text: str, limit: int = 300) -> str:

@@ -17,9 +17,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import openai
-
-from gm.models.client import ModelClient, ModelError, ModelRequestRejected, ModelSettings
+from gm.config import proxy_for
+from gm.errors import ModelError, ModelRequestRejected
+from gm.models._transport import ConnectionFailure, Endpoint, StatusFailure, TimedOut
+from gm.models.client import ModelClient, ModelSettings
 
 PROBE_TOOL: dict[str, Any] = {
     "type": "function",
@@ -92,31 +93,36 @@ async def check_model(settings: ModelSettings, timeout: float = 60.0) -> Report:
 
 
 async def _models(settings: ModelSettings, report: Report) -> None:
-    client = openai.AsyncOpenAI(
-        base_url=report.base_url, api_key=settings.api_key, timeout=settings.timeout, max_retries=0
+    endpoint = Endpoint(
+        report.base_url,
+        settings.api_key,
+        settings.timeout,
+        organization=settings.organization,
+        project=settings.project,
+        proxy=proxy_for(report.base_url),
     )
     started = time.monotonic()
     try:
-        async with client:
-            listed = await client.models.list()
-            names = (getattr(model, "id", None) for model in listed.data)
-            report.models = sorted(printable(name) for name in names if isinstance(name, str))
-        report.reachable = True
-    except openai.APIStatusError as error:
+        listed = json.loads(await endpoint.get("/models"))
+        report.reachable = True  # it answered
+        names = (model.get("id") if isinstance(model, dict) else None for model in listed["data"])
+        report.models = sorted(printable(name) for name in names if isinstance(name, str))
+    except StatusFailure as error:
         report.reachable = True  # it answered; it just has no /models
-        report.details["models"] = f"HTTP {error.status_code}"
-    except openai.APIConnectionError as error:
+        report.details["models"] = f"HTTP {error.status}"
+    except ConnectionFailure as error:
         _unreachable(report, error)
-    except (openai.OpenAIError, ValueError, TypeError) as error:  # it answered, with something that is no list
+    except (ValueError, TypeError, KeyError, RecursionError) as error:  # it answered, with something that is no list
         report.reachable = True
         report.details["models"] = printable(f"no model list: {type(error).__name__}")
+    finally:
+        await endpoint.aclose()
     report.latency_ms = round((time.monotonic() - started) * 1000)
 
 
-def _unreachable(report: Report, error: openai.APIConnectionError) -> None:
-    cause = error.__cause__ or error
-    report.details["reachable"] = printable(str(cause) or type(cause).__name__)
-    what = "did not answer in time" if isinstance(error, openai.APITimeoutError) else "cannot be reached"
+def _unreachable(report: Report, error: ConnectionFailure) -> None:
+    report.details["reachable"] = printable(str(error))
+    what = "did not answer in time" if isinstance(error, TimedOut) else "cannot be reached"
     report.problem = (
         f"the server at {report.base_url} {what} ({report.details['reachable']}); start it, or point "
         "--base-url (or OPENAI_BASE_URL) at where it listens"

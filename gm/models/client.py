@@ -1,14 +1,11 @@
 """The OpenAI-compatible model client: one retry layer for transport failures, and usage accounting.
 
 Any OpenAI-compatible server works (OpenAI, Ollama, vLLM, llama.cpp, LM Studio). Requests go
-through the openai client's own request path (its headers, authentication, timeout and errors),
-posting the JSON body gm built without the client's request transform, over one or more openai
-clients as the requests in flight grow (`gm.models._transport.Clients`); after a client's first request,
-its later ones are that request with a new body, sent through the same client. The openai client's
-own retries are off; `ModelClient.complete` retries with tenacity (entered only when a first
-attempt failed in a way retrying may mend), and only what may
-pass: connection errors, timeouts, and HTTP 408, 409, 429 and 5xx. A `Retry-After` (seconds or an
-HTTP date) or `retry-after-ms` header is honoured up to `retry_after_cap`; otherwise the wait grows
+through gm's own HTTP client (`gm.models._transport.Endpoint`), which posts the JSON body gm built
+as the openai client would, and retries nothing itself. `ModelClient.complete` retries with tenacity
+(entered only when a first attempt failed in a way retrying may mend), and only what may pass:
+connection errors, timeouts, and HTTP 408, 409, 429 and 5xx. A `Retry-After` (seconds or an HTTP
+date) or `retry-after-ms` header is honoured up to `retry_after_cap`; otherwise the wait grows
 as 0.5 s x 2^(retry - 1) plus up to 0.5 s of jitter, capped likewise. Retrying stops after
 `max_attempts`, or when the next wait would end beyond `max_total_seconds` from the first attempt;
 an attempt in flight is bounded by `timeout` alone, since a slow local model is not a failing one.
@@ -31,35 +28,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal, Protocol
 
-import openai
 import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from gm._text import counted
-from gm.errors import OperatorError
+from gm.config import TOOLS_MODES, Settings, ToolsMode, proxy_for
+from gm.errors import ModelNotConfigured, ModelRequestRejected, ModelUnavailable, SettingsError
 from gm.models import _transport as transport
 from gm.models._textcalls import prompted_request, refuses_tools
-from gm.models._transport import is_retryable, retry_after_seconds
+from gm.models._transport import ConnectionFailure, HttpFailure, StatusFailure, is_retryable, retry_after_seconds
 from gm.models.completion import Completion, ToolCall, Usage, estimate_tokens, message_text, read_completion
 
 __all__ = [  # the completion's shapes live in gm.models.completion; they are re-exported here, where callers look
     "ChatModel",
     "Completion",
     "ModelClient",
-    "ModelError",
-    "ModelNotConfigured",
-    "ModelRequestRejected",
     "ModelSettings",
-    "ModelUnavailable",
     "ToolCall",
     "ToolsMode",
     "Usage",
@@ -74,36 +66,7 @@ __all__ = [  # the completion's shapes live in gm.models.completion; they are re
 
 PLACEHOLDER_API_KEY = "not-needed"  # local servers (Ollama, llama.cpp) need no key, but the client insists on one
 OPENAI_URL = "https://api.openai.com/v1"
-ToolsMode = Literal["native", "prompted", "auto"]
-TOOLS_MODES: tuple[ToolsMode, ...] = get_args(ToolsMode)
-
-
-class ModelError(OperatorError):
-    """Something went wrong reaching the model; the text is one sentence for whoever runs gm."""
-
-
-class ModelNotConfigured(ModelError):
-    """No model is named, or no endpoint: the settings or environment need fixing."""
-
-
-class ModelUnavailable(ModelError):
-    """The server could not be reached, kept failing after retries, or did not answer with a chat completion."""
-
-    def __init__(self, message: str, *, attempts: int, reason: str) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.reason = reason
-
-
-class ModelRequestRejected(ModelError):
-    """The server refused the request (a 4xx that retrying cannot fix, including an exhausted quota)."""
-
-    def __init__(self, message: str, *, status: int, server_message: str, code: str | None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.server_message = server_message
-        self.code = code
-        self.tools_refused = False  # the server or model takes no tools (see gm.models._textcalls.refuses_tools)
+CHAT_COMPLETIONS = "/chat/completions"
 
 
 @dataclass(frozen=True)
@@ -118,15 +81,17 @@ class ModelSettings:
     max_total_seconds: float = 60.0
     retry_after_cap: float = 20.0
     tools: ToolsMode = "auto"
+    organization: str | None = None  # sent as OpenAI-Organization, where set (OPENAI_ORG_ID)
+    project: str | None = None  # sent as OpenAI-Project, where set (OPENAI_PROJECT_ID)
 
     def __post_init__(self) -> None:
         if self.tools not in TOOLS_MODES:
             raise ModelNotConfigured(f"The tools mode must be native, prompted or auto, not {self.tools!r}.")
         if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
+            raise SettingsError(f"max_attempts must be at least 1, not {self.max_attempts}")
         for name in ("timeout", "max_total_seconds", "retry_after_cap"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be more than 0 seconds, not {getattr(self, name)}")
+                raise SettingsError(f"{name} must be more than 0 seconds, not {getattr(self, name)}")
 
     @classmethod
     def from_env(
@@ -136,13 +101,28 @@ class ModelSettings:
         model: str | None = None,
         tools: str | None = None,
     ) -> ModelSettings:
-        """Settings from OPENAI_BASE_URL, OPENAI_API_KEY, GM_MODEL and GM_TOOLS; arguments given (as from flags) win."""
-        tools = tools or os.environ.get("GM_TOOLS", "").strip().lower() or "auto"
-        if tools not in TOOLS_MODES:
-            raise ModelNotConfigured(f"GM_TOOLS must be native, prompted or auto, not {tools!r}.")
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or None
-        api_key = api_key or os.environ.get("OPENAI_API_KEY", "").strip() or None
-        model = model or os.environ.get("GM_MODEL", "").strip() or None
+        """Settings from OPENAI_BASE_URL, OPENAI_API_KEY, GM_MODEL and GM_TOOLS (`gm.config`); arguments given (as
+        from flags) win."""
+        return cls.from_settings(Settings.from_env(), base_url=base_url, api_key=api_key, model=model, tools=tools)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        tools: str | None = None,
+    ) -> ModelSettings:
+        """The game master's endpoint in `settings`; arguments given (as from flags) win. `ModelNotConfigured`
+        says which variable to set when no model or no endpoint is named."""
+        base_url = base_url or settings.base_url
+        api_key = api_key or settings.api_key
+        model = model or settings.model
+        mode = tools or settings.tools
+        if mode not in TOOLS_MODES:
+            raise ModelNotConfigured(f"GM_TOOLS must be native, prompted or auto, not {mode!r}.")
         missing = [] if model else ["GM_MODEL to the model's name"]
         if not base_url and not api_key:
             missing.append("OPENAI_BASE_URL to an OpenAI-compatible server (or OPENAI_API_KEY to use OpenAI)")
@@ -151,7 +131,14 @@ class ModelSettings:
                 f"The model is not configured: set {' and '.join(missing)}; "
                 "or try gm offline with --model rehearsal (a stand-in that needs no model)."
             )
-        return cls(base_url=base_url, api_key=api_key or PLACEHOLDER_API_KEY, model=model, tools=tools)
+        return cls(
+            base_url=base_url,
+            api_key=api_key or PLACEHOLDER_API_KEY,
+            model=model,
+            tools=mode,
+            organization=settings.organization,
+            project=settings.project,
+        )
 
 
 class ChatModel(Protocol):
@@ -186,11 +173,13 @@ class ModelClient:
         self._sleep = sleep  # tests pass one that records the waits and returns at once
         self._clock = clock
         self._where = settings.base_url or OPENAI_URL
-        # The URL is always passed: given None, the openai client would read OPENAI_BASE_URL behind the settings' back.
-        self._clients = transport.Clients(
-            lambda **options: openai.AsyncOpenAI(
-                base_url=self._where, api_key=settings.api_key, timeout=settings.timeout, max_retries=0, **options
-            )
+        self._endpoint = transport.Endpoint(
+            self._where,
+            settings.api_key,
+            settings.timeout,
+            organization=settings.organization,
+            project=settings.project,
+            proxy=proxy_for(self._where),
         )
         self._generated_ids = 0
 
@@ -246,11 +235,11 @@ class ModelClient:
         started = self._clock()
         attempts = 1
         body = _encoded(options)  # once, however many attempts
-        first: openai.APIError | None = None
+        first: HttpFailure | None = None
         try:
             try:  # most requests succeed at once: only a failure worth retrying enters the retry layer
-                response = await self._clients.post(body)
-            except openai.APIError as error:
+                response = await self._endpoint.post(CHAT_COMPLETIONS, body)
+            except HttpFailure as error:
                 if not is_retryable(error):
                     raise
                 first = error
@@ -261,12 +250,12 @@ class ModelClient:
                         attempts += 1
                         if attempts == 1:
                             raise first  # the first attempt's failure, met by the retry layer as if it had made it
-                        response = await self._clients.post(body)
-        except openai.APIStatusError as error:
+                        response = await self._endpoint.post(CHAT_COMPLETIONS, body)
+        except StatusFailure as error:
             if is_retryable(error):
                 raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
             raise self._rejected(error, "tools" in options) from None
-        except openai.APIConnectionError as error:
+        except ConnectionFailure as error:
             raise self._unavailable(attempts, transport.reason(error, self.settings.timeout)) from None
         latency_ms = round((self._clock() - started) * 1000)
         try:
@@ -285,18 +274,13 @@ class ModelClient:
             ) from None
 
     @property
-    def clients(self) -> int:
-        """How many openai clients this client sends through now (more open as requests in flight grow)."""
-        return self._clients.count
-
-    @property
     def name(self) -> str:
         """The model's name, as requests name it."""
         return self.settings.model
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
-        await self._clients.aclose()
+        await self._endpoint.aclose()
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -328,8 +312,8 @@ class ModelClient:
 
     def _wait(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(error, openai.APIStatusError):
-            hinted = retry_after_seconds(error.response.headers)
+        if isinstance(error, StatusFailure):
+            hinted = retry_after_seconds(error.headers)
             if hinted is not None:
                 return min(hinted, self.settings.retry_after_cap)
         backoff = 0.5 * 2.0 ** (state.attempt_number - 1) + random.uniform(0, 0.5)
@@ -342,15 +326,15 @@ class ModelClient:
         message = f"The model server at {self._where} is unavailable after {spent}; the last failed with {reason}."
         return ModelUnavailable(message, attempts=attempts, reason=reason)
 
-    def _rejected(self, error: openai.APIStatusError, had_tools: bool) -> ModelRequestRejected:
+    def _rejected(self, error: StatusFailure, had_tools: bool) -> ModelRequestRejected:
         server_message = transport.server_message(error)
         code = error.code or (error.type if error.type == "insufficient_quota" else None)
-        status = f"HTTP {error.status_code}" + (f" ({code})" if code else "")
+        status = f"HTTP {error.status}" + (f" ({code})" if code else "")
         message = f"The model server at {self._where} rejected the request with {status}: {server_message}."
-        refused = had_tools and refuses_tools(error.status_code, server_message)
+        refused = had_tools and refuses_tools(error.status, server_message)
         if refused:
             message = message[:-1] + "; it takes no tools, so play with --tools prompted (or GM_TOOLS=prompted)."
-        rejected = ModelRequestRejected(message, status=error.status_code, server_message=server_message, code=code)
+        rejected = ModelRequestRejected(message, status=error.status, server_message=server_message, code=code)
         rejected.tools_refused = refused
         return rejected
 
@@ -380,7 +364,7 @@ def decided_tool_mode(base_url: str | None, model: str) -> Literal["native", "pr
 
 
 def _encoded(options: Mapping[str, Any]) -> bytes:
-    """A request body as JSON bytes, encoded as the openai client encodes one (compact, UTF-8).
+    """A request body as JSON bytes, compact UTF-8 (as the openai client encodes one).
 
     orjson writes the same bytes as `json.dumps(..., ensure_ascii=False, separators=(",", ":"))` for
     the strings, integers, lists and dicts gm's requests hold, at a fifth of the CPU (the prompt is
@@ -393,14 +377,14 @@ def _encoded(options: Mapping[str, Any]) -> bytes:
         return json.dumps(options, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _decoded(response: Any) -> Any:
+def _decoded(content: bytes) -> Any:
     """A response's JSON body: orjson for a well-formed UTF-8 body (most of them, at a fraction of the CPU);
-    anything orjson refuses is read again by httpx's own `json()`, so a malformed answer fails as before,
-    with the same reason (not JSON, nested too deeply, ...)."""
+    anything orjson refuses is read again by `json`, so a malformed answer fails with `json`'s reason (not
+    JSON, nested too deeply, ...)."""
     try:
-        return orjson.loads(response.content)
+        return orjson.loads(content)
     except orjson.JSONDecodeError:
-        return response.json()
+        return json.loads(content)
 
 
 def request_options(

@@ -50,9 +50,10 @@ import re
 from fractions import Fraction
 
 from gm import dice
+from gm.errors import CharacterCannotRoll
 from gm.rules.chances import can_go_either_way, certain, nearest_uncertain_target
 from gm.rules.checks import Check, Edge
-from gm.world.definition import Character, CharacterCannotRoll, World, modifier_for, whole_number
+from gm.world.definition import Character, World, modifier_for, whole_number
 
 ESTIMATE_SAMPLES = 20_000  # for the mean of dice too costly for exact odds; a target needs no more
 

@@ -51,27 +51,20 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from gm.engine.prompt import (
-    KEEPER_ANSWER,
     JudgeRequest,
-    KeeperRound,
-    cap,
     engine_note,
     read_check_fact,
     read_clock,
-    read_fold,
     read_judge_request,
-    read_keeper_rounds,
     read_player_turn,
 )
-from gm.engine.referee import ROLL_MENTION, TOOL_CALL
-from gm.errors import RoundFailed
+from gm.errors import RehearsalStuck
 from gm.models.client import Completion, ToolCall, Usage, estimate_tokens, message_text
 from gm.rehearsal._checks import (
     acting_player,
@@ -84,12 +77,20 @@ from gm.rehearsal._checks import (
     why_not_rolled,
 )
 from gm.rehearsal._clock import Advance, time_wanted
+from gm.rehearsal._texts import (
+    MARK,
+    clause,
+    content_of,
+    first_sentence,
+    lead,
+    memory_answer,
+    player_message,
+    rehearsal_verdict,
+    safe,
+    tool_names,
+    tool_results,
+)
 from gm.world.definition import World
-
-MARK = "(rehearsal)"
-SENTENCE_CHARS = 160  # cap on the player's words quoted in a narration or a reason
-SUMMARY_CHARS = 300  # cap on a round's summary
-FOLD_CHARS = 600  # cap on a folded running summary (its newest part is kept)
 
 # How a check narration opens, with the player's words and without; told in turn (see `_narrate`).
 PHRASINGS = (
@@ -98,14 +99,7 @@ PHRASINGS = (
     ("takes a breath and goes for it", "goes for it"),
 )
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # What the referee refuses in a narration, neutralised in quoted words: tool JSON, tool calls, roll ids.
-_JSON_OPENING = re.compile(r"\{")
-_ROLL_NUMBER = re.compile(ROLL_MENTION + r"(?=\d)", re.IGNORECASE)
-
-
-class RehearsalStuck(RoundFailed):
-    """The engine refused the rehearsal's own ending; saying it again would not help, so the round fails."""
 
 
 @dataclass
@@ -154,11 +148,11 @@ class RehearsalModel:
         self._counts.calls += 1
         content: str | None
         tool_calls: list[ToolCall]
-        last_user = next((_content(m) for m in reversed(messages) if m.get("role") == "user"), "")
+        last_user = next((content_of(m) for m in reversed(messages) if m.get("role") == "user"), "")
         if (judging := read_judge_request(last_user)) is not None:
             content, tool_calls = self._judge(judging, tools)
         elif tools is None:
-            content, tool_calls = self._memory(messages), []
+            content, tool_calls = memory_answer(messages), []
         else:
             content, tool_calls = self._told_time(messages, *self._game_master(messages, tools))
         raw_message: dict[str, Any] = {"role": "assistant", "content": content}
@@ -189,16 +183,16 @@ class RehearsalModel:
         world = self.world
         if world is None:
             raise RehearsalStuck("The rehearsal model has no world to play; give it one (RehearsalModel(world)).")
-        at = _player_message(messages)
-        turn = read_player_turn(_content(messages[at]) if at is not None else "")
+        at = player_message(messages)
+        turn = read_player_turn(content_of(messages[at]) if at is not None else "")
         after = list(messages[at + 1 :]) if at is not None else list(messages)
         if after and after[-1].get("role") == "user":
-            reason = engine_note(_content(after[-1])) or _content(after[-1])
-            raise RehearsalStuck(f"The rehearsal model's plain narration was refused ({_clause(reason)}).")
-        every = _tool_results(after)
+            reason = engine_note(content_of(after[-1])) or content_of(after[-1])
+            raise RehearsalStuck(f"The rehearsal model's plain narration was refused ({clause(reason)}).")
+        every = tool_results(after)
         results = [(name, result) for name, result in every if name != "advance_time"]
         if not results:
-            if "advance_time" in _tool_names(tools) and not any(name == "advance_time" for name, _ in every):
+            if "advance_time" in tool_names(tools) and not any(name == "advance_time" for name, _ in every):
                 advance = self._time_passing(world, messages, turn.text)
                 if advance is not None:
                     return None, [self._call("advance_time", asdict(advance))]
@@ -207,14 +201,14 @@ class RehearsalModel:
             return self._first_call(world, turn.text, turn.facts, tools, catch_all_ok=not waited)
         name, last = results[-1]
         if name == "narrate" and "error" in last:
-            raise RehearsalStuck(f"The rehearsal model's narration was refused ({_clause(str(last['error']))}).")
+            raise RehearsalStuck(f"The rehearsal model's narration was refused ({clause(str(last['error']))}).")
         rolled: dict[Any, dict[str, Any]] = {}
         for called, result in results:
             if called == "roll_check" and "band" in result:
                 rolled.setdefault(result.get("roll"), result)
         if rolled:
             return None, [self._call("narrate", self._narrate(turn.text, list(rolled.values())))]
-        said = _lead(_safe(_first_sentence(turn.text)))
+        said = lead(safe(first_sentence(turn.text)))
         if last.get("void"):
             check, who = self._check_name(str(last.get("check"))), last.get("character")
             return (
@@ -222,8 +216,8 @@ class RehearsalModel:
                 [],
             )
         if "error" in last:
-            error = _safe(str(last["error"]).split(";")[0])
-            return f"{MARK} {said}The roll was refused: {_clause(error)}. Nothing was settled by the dice.", []
+            error = safe(str(last["error"]).split(";")[0])
+            return f"{MARK} {said}The roll was refused: {clause(error)}. Nothing was settled by the dice.", []
         return f"{MARK} {said}Nothing was settled by a check.", []
 
     def _first_call(
@@ -236,7 +230,7 @@ class RehearsalModel:
         catch_all_ok: bool = True,
     ) -> tuple[str | None, list[ToolCall]]:
         """The round's first answer: the facts told, a check rolled, or plain text saying nothing needed a roll."""
-        said = _lead(_safe(_first_sentence(speech)))
+        said = lead(safe(first_sentence(speech)))
         replayed = [rolled for fact in facts if (rolled := read_check_fact(fact)) is not None]
         if replayed:  # a round played again: tell its check rolls again, as they came out
             results = [
@@ -246,9 +240,9 @@ class RehearsalModel:
             ]
             return None, [self._call("narrate", self._narrate(speech, results))]
         if facts:
-            told = " ".join(_safe(fact.rstrip(".")) + "." for fact in facts)
+            told = " ".join(safe(fact.rstrip(".")) + "." for fact in facts)
             return f"{MARK} {said}The player's own dice decide it: {told} Nothing else needed a roll.", []
-        if "roll_check" not in _tool_names(tools) or world.rules is None or not world.rules.checks:
+        if "roll_check" not in tool_names(tools) or world.rules is None or not world.rules.checks:
             return f"{MARK} {said}Nothing here needed a roll: this world has no checks, so the story goes on.", []
         chosen = choose_check(world, speech, catch_all_ok=catch_all_ok)
         if chosen is None:
@@ -260,12 +254,12 @@ class RehearsalModel:
             elif not matching:
                 return f"{MARK} {said}Nothing here needed a roll: no check of this world matches these words.", []
             reasons = "; ".join(filter(None, (why_not_rolled(check, who) for check in matching)))
-            return f"{MARK} {said}Nothing was rolled: {_safe(reasons)}.", []
+            return f"{MARK} {said}Nothing was rolled: {safe(reasons)}.", []
         check, character = chosen
         arguments: dict[str, Any] = {
             "check": check.key,
             "character": character.name,
-            "reason": _first_sentence(speech) or check.name,
+            "reason": first_sentence(speech) or check.name,
         }
         target = target_for(check, character)
         if target is not None:
@@ -278,7 +272,7 @@ class RehearsalModel:
 
     def _time_passing(self, world: World, messages: Sequence[Mapping[str, Any]], speech: str) -> Advance | None:
         """The advance_time the player's words ask for (`gm.rehearsal._clock`), given the clock in the prompt."""
-        system = next((_content(m) for m in messages if m.get("role") == "system"), "")
+        system = next((content_of(m) for m in messages if m.get("role") == "system"), "")
         clock = read_clock(system)
         if world.calendar is None or clock is None:
             return None
@@ -288,15 +282,15 @@ class RehearsalModel:
         self, messages: Sequence[Mapping[str, Any]], content: str | None, calls: list[ToolCall]
     ) -> tuple[str | None, list[ToolCall]]:
         """An ending (plain text or narrate) led by a line saying how the clock moved this round, if it did."""
-        at = _player_message(messages)
+        at = player_message(messages)
         moved = [
             result
-            for name, result in _tool_results(messages[at + 1 :] if at is not None else [])
+            for name, result in tool_results(messages[at + 1 :] if at is not None else [])
             if name == "advance_time"
         ]
         if not moved or "now" not in moved[-1]:
             return content, calls
-        line = f"{MARK} Time passes ({_safe(str(moved[-1].get('passed')))}): it is now {_safe(str(moved[-1]['now']))}."
+        line = f"{MARK} Time passes ({safe(str(moved[-1].get('passed')))}): it is now {safe(str(moved[-1]['now']))}."
         if content is not None and not calls:
             return f"{line}\n{content}", calls
         told = []
@@ -314,7 +308,7 @@ class RehearsalModel:
     def _narrate(self, speech: str, rolled: list[dict[str, Any]]) -> dict[str, Any]:
         lines: list[str] = []
         outcomes: list[dict[str, Any]] = []
-        said = _safe(_first_sentence(speech))
+        said = safe(first_sentence(speech))
         # Each telling takes the next phrasing, so /regenerate reads visibly different from the telling before.
         opening, bare = PHRASINGS[self._counts.tellings % len(PHRASINGS)]
         self._counts.tellings += 1
@@ -326,7 +320,7 @@ class RehearsalModel:
             edge = f" with {result['edge']}" if result.get("edge") else ""
             lines.append(f"{MARK} {attempt} {check}{against}{edge}: {result['band']} ({result['result']}).")
             if result.get("natural"):
-                lines.append(f"{MARK} {_safe(str(result['natural']))[:1].upper()}{_safe(str(result['natural']))[1:]}.")
+                lines.append(f"{MARK} {safe(str(result['natural']))[:1].upper()}{safe(str(result['natural']))[1:]}.")
             if result.get("critical"):
                 telling = {"succeeded": "a triumph", "failed": "a disaster"}.get(
                     str(result["result"]), "a turning point"
@@ -353,131 +347,5 @@ class RehearsalModel:
             "outcomes": [rehearsal_verdict(request.narration, outcome.character) for outcome in request.outcomes]
         }
         if tools:
-            return None, [self._call(_tool_names(tools).pop(), verdicts)]
+            return None, [self._call(tool_names(tools).pop(), verdicts)]
         return json.dumps(verdicts), []
-
-    # The memory keeper
-
-    def _memory(self, messages: Sequence[Mapping[str, Any]]) -> str:
-        text = next((_content(m) for m in reversed(messages) if m.get("role") == "user"), "")
-        if (fold := read_fold(text)) is not None:
-            return _fold(fold.summary, fold.rounds)
-        if keeper_rounds := read_keeper_rounds(text):  # one line for each round, as prompts/memory_keeper.txt asks
-            return "\n".join(
-                (KEEPER_ANSWER.format(kept.number) if kept.number else "") + " ".join(_round_summary(kept).split())
-                for kept in keeper_rounds
-            )
-        return cap(f"{MARK} {_first_sentence(text) or 'Nothing to say.'}", SUMMARY_CHARS)
-
-
-def rehearsal_verdict(narration: str, character: str) -> dict[str, str]:
-    """How the rehearsal's judge reads one character's outcome (see the module docstring)."""
-    opening = f"{MARK} {character} "
-    for line in narration.splitlines():
-        told = re.search(r"([^.:]+: [^:]*\((succeeded|partial|failed)\))\.$", line)
-        if line.startswith(opening) and told:
-            return {"character": character, "told_as": told.group(2), "quote": told.group(1).strip()}
-    return {"character": character, "told_as": "not_told", "quote": ""}
-
-
-def _player_message(messages: Sequence[Mapping[str, Any]]) -> int | None:
-    """The index of the player's message of this round: the last user message that is not the engine's."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.get("role") == "user" and engine_note(_content(message)) is None:
-            return index
-    return None
-
-
-def _tool_results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """Each tool result in `messages`, with the name of the tool call it answers."""
-    names: dict[str, str] = {}
-    results: list[tuple[str, dict[str, Any]]] = []
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if isinstance(function, Mapping):
-                names[str(call.get("id"))] = str(function.get("name"))
-        if message.get("role") == "tool":
-            try:
-                content = json.loads(_content(message))
-            except json.JSONDecodeError:
-                content = None
-            if not isinstance(content, dict):
-                content = {"error": _content(message)}
-            results.append((names.get(str(message.get("tool_call_id")), ""), content))
-    return results
-
-
-def _tool_names(tools: Sequence[Mapping[str, Any]]) -> set[str]:
-    names: set[str] = set()
-    for tool in tools:
-        function = tool.get("function")
-        if isinstance(function, Mapping):
-            names.add(str(function.get("name")))
-    return names
-
-
-def _round_summary(keeper_round: KeeperRound) -> str:
-    """A round's summary: the player's first sentence and the outcomes."""
-    said = _first_sentence(keeper_round.player)
-    settled = keeper_round.outcomes
-    told = f"Outcomes: {_clause(settled)}." if settled and settled != "none" else "Nothing was at stake."
-    return cap(f"{MARK} {_lead(said)}{told}", SUMMARY_CHARS)
-
-
-def _fold(summary: str, rounds: Sequence[tuple[int, str]]) -> str:
-    """A running summary from a fold: the earlier summary and each folded round's, newest part kept."""
-    parts: list[str] = []
-    if summary.strip():
-        parts.append(_unmarked(summary))
-    parts += [f"Round {number}: {_unmarked(text)}" for number, text in rounds]
-    told = " ".join(part for part in parts if part) or "Nothing happened yet."
-    room = FOLD_CHARS - len(MARK) - 1
-    if len(told) > room:
-        told = "\u2026" + told[len(told) - room + 1 :]
-    return f"{MARK} {told}"
-
-
-def _unmarked(summary: str) -> str:
-    text = " ".join(summary.split())
-    while text.startswith(MARK):
-        text = text[len(MARK) :].strip()
-    return text
-
-
-def _first_sentence(text: str) -> str:
-    """The first sentence of `text` on one line, capped, ending in punctuation ("" for no text)."""
-    flat = " ".join(text.split())
-    if not flat:
-        return ""
-    sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
-    sentence = cap(sentence, SENTENCE_CHARS)
-    return sentence if sentence[-1] in ".!?\u2026" else sentence + "."
-
-
-def _lead(sentence: str) -> str:
-    return f"{sentence} " if sentence else ""
-
-
-def _safe(text: str) -> str:
-    """Words fit for a narration the referee reads: no chat command, tool JSON, tool calls or roll numbers."""
-    if text.lstrip().startswith("/"):
-        return ""  # a command such as /roll is not story text; its facts are told on their own
-    text = _JSON_OPENING.sub("(", text)
-    text = TOOL_CALL.sub(r"\1\2", text)
-    return _ROLL_NUMBER.sub("throw ", text)
-
-
-def _clause(text: str) -> str:
-    """Text fit to sit inside a sentence: one line, no final full stop, capped."""
-    return cap(" ".join(text.split()).rstrip("."), 300)
-
-
-def _content(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
-    return ""

@@ -9,16 +9,27 @@ check at the same target many times. Pure apart from that cache: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from gm._lru import LRU
+from gm.errors import CheckRollError
 from gm.rules.chances import check_odds
-from gm.rules.checks import EDGES, Check, CheckRollError, Edge, opposed_modifier
+from gm.rules.checks import EDGES, Check, Edge, Result, opposed_modifier
 
-if TYPE_CHECKING:
-    from gm.transcript.shapes import ChancePublic
 
-_CACHE: LRU[tuple[str, int | None, int, str | None], list[ChancePublic]] = LRU(512)
+@dataclass(frozen=True, slots=True)
+class BandChance:
+    """One band's chance at the moment of a roll, as an exact fraction in text ("9/20"), or an estimate."""
+
+    label: str
+    result: Result
+    critical: bool
+    probability: str
+    exact: bool
+
+
+_CACHE: LRU[tuple[str, int | None, int, str | None], tuple[BandChance, ...]] = LRU(512)
 # A check's text, by the Check object's identity: equal checks of different World objects (the same
 # dice.json read twice) share their odds through it, and writing a check out (about a thousand
 # characters) cost more than the cached odds saved. Each entry keeps its Check, so that identity
@@ -26,11 +37,9 @@ _CACHE: LRU[tuple[str, int | None, int, str | None], list[ChancePublic]] = LRU(5
 _KEYS: LRU[int, tuple[Check, str]] = LRU(1024)
 
 
-def roll_chances(check: Check, roll: Mapping[str, Any]) -> list[ChancePublic] | None:
+def roll_chances(check: Check, roll: Mapping[str, Any]) -> tuple[BandChance, ...] | None:
     """Each band's chance for a stored check roll (its record or a copy of it), or None when the
     roll cannot be read against this check any more (a target it does not take, an unknown edge)."""
-    from gm.transcript.shapes import ChancePublic
-
     edge = roll.get("edge")
     if edge is not None and edge not in EDGES:
         return None
@@ -46,16 +55,12 @@ def roll_chances(check: Check, roll: Mapping[str, Any]) -> list[ChancePublic] | 
         odds = check_odds(check, target, modifier, edge=_edge(edge))
     except CheckRollError:
         return None
-    chances = [
-        ChancePublic(
-            label=chance.band.label,
-            result=chance.band.result,
-            critical=chance.band.critical,
-            probability=str(chance.probability),
-            exact=odds.dice.exact,
+    chances = tuple(
+        BandChance(
+            chance.band.label, chance.band.result, chance.band.critical, str(chance.probability), odds.dice.exact
         )
         for chance in odds.bands
-    ]
+    )
     _CACHE.put(key, chances)
     return chances
 

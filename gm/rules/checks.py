@@ -1,4 +1,4 @@
-"""dice.json: what a world's checks are, how they are validated, and how a rolled value finds its band.
+"""dice.json's checks: what a check is, and how a rolled value finds its band.
 
 A check rolls its `dice` for one character. The dice are read as a `total` (kept dice added up) or
 as `successes` (kept dice showing `hit` or more). The character's `modifier` variable, if the check
@@ -8,34 +8,20 @@ master when it asks for the roll; `opposed` reads the actor's value minus an opp
 the dice, each with their own modifier: `Check.rolled`). Bands are tried in order; the first that
 holds the value wins. A check may also declare `advantage` and `disadvantage` dice (rolled instead of
 `dice` with that edge) and `naturals`, triggers on natural faces that move the band afterwards
-(`gm.rules.naturals`). The table rules' own validation is `gm.rules.tabletop`; band coverage is
-`gm.rules.coverage`.
-
-Validation returns every problem at once. Errors: anything the schema refuses, duplicate keys, bad
-notation, a successes check without `hit` or with constants or subtracted dice, `min` above `max`,
-repeated band labels (compared trimmed, case-folded and in Unicode's composed form), and an `absolute`
-check with a reachable value in no band. Warnings: bands no value can reach, stretches of values in no
-band of an `over`/`under` check (a roll landing there is void), and a check whose bands all give one
-result (no roll of it can ever be made). This module does no I/O; `gm.world.loading` reads dice.json from disk.
+(`gm.rules.naturals`). Reading dice.json into these types, with every problem found at once, is
+`gm.rules.validation`. This module does no I/O; `gm.world.loading` reads dice.json from disk.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from importlib import resources
-from typing import Any, Literal
-
-from jsonschema import Draft202012Validator
+from functools import lru_cache
+from typing import Literal
 
 from gm import dice
 from gm.dice.tree import Expression as Notation
-from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError, document_order, schema_problems, text_problems
-from gm.rules._labels import label_key
-from gm.rules.coverage import coverage_problems
-from gm.rules.tabletop import build_table, table_problems
+from gm.errors import BandGapError, CheckRollError, UnknownCheck
 
 Result = Literal["succeeded", "partial", "failed"]
 Reading = Literal["total", "successes"]
@@ -157,23 +143,10 @@ class Rules:
             if check.key == key:
                 return check
         known = ", ".join(check.key for check in self.checks) or "none"
-        raise KeyError(f"there is no check '{key}'; the checks are: {known}")
+        raise UnknownCheck(f"there is no check '{key}'; the checks are: {known}")
 
     def __contains__(self, key: object) -> bool:
         return any(check.key == key for check in self.checks)
-
-
-class CheckRollError(UsageError, ValueError):
-    """A check that cannot be settled as asked: the target is missing or not wanted, or the value is in a gap."""
-
-
-class BandGapError(CheckRollError):
-    """The value a roll gave falls in no band of the check; such a roll is void."""
-
-    def __init__(self, check: Check, value: int) -> None:
-        self.check_key = check.key
-        self.value = value
-        super().__init__(f"check '{check.key}' has no band for the value {value}, so the roll is void")
 
 
 def read_value(check: Check, rolled: int, target: int | None = None, modifier: int = 0) -> int:
@@ -235,153 +208,49 @@ def resolve(check: Check, total: int, target: int | None = None, modifier: int =
     value = read_value(check, total, target, modifier)
     band = band_for(check, value)
     if band is None:
-        raise BandGapError(check, value)
+        raise BandGapError(check.key, value)
     return band
 
 
-@cache
-def dice_schema() -> dict[str, Any]:
-    """The JSON Schema of dice.json, shipped in the package (the editor uses it too)."""
-    text = resources.files("gm").joinpath("schemas/dice.schema.json").read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-@cache
-def _validator() -> Draft202012Validator:
-    return Draft202012Validator(dice_schema())
-
-
-def parse_rules(data: Any, source: str = "dice.json") -> Rules:
-    """Validate parsed dice.json data and build `Rules`, or raise `ProblemsError` listing every error."""
-    problems = validate(data)
-    if any(problem.severity == "error" for problem in problems):
-        raise ProblemsError(source, problems)
-    return _build(data)
-
-
-def validate(data: Any) -> list[Problem]:
-    """Every problem in parsed dice.json data: schema errors first, then what a schema cannot say."""
-    problems = schema_problems(_validator(), data) + text_problems(data)
-    if not isinstance(data, dict) or not isinstance(data.get("checks"), list):
-        return sorted(problems, key=document_order)
-    broken = {problem.path.split("]")[0] + "]" for problem in problems if problem.path.startswith("$.checks[")}
-    seen: dict[str, int] = {}
-    for index, raw in enumerate(data["checks"]):
-        path = f"$.checks[{index}]"
-        if isinstance(raw, dict) and isinstance(raw.get("key"), str):
-            if raw["key"] in seen:
-                problems.append(
-                    Problem(f"{path}.key", f"the key '{raw['key']}' is already used by checks[{seen[raw['key']]}]")
-                )
-            seen.setdefault(raw["key"], index)
-        problems.extend(_check_problems(raw, path, schema_ok=path not in broken))
-    return sorted(problems, key=document_order)
-
-
-def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
-    """What the schema cannot see in one check; parts the schema refused are left to its messages."""
-    problems: list[Problem] = []
-    expression = None
-    if isinstance(raw, dict) and isinstance(raw.get("dice"), str) and raw["dice"].strip():
-        try:
-            expression = dice.parse(raw["dice"])
-        except dice.DiceError as error:
-            problems.append(Problem(f"{path}.dice", str(error)))
-    # Read defensively: these are found even in a check the schema refuses in part, so one run lists them all.
-    problems.extend(_band_problems(raw.get("bands") if isinstance(raw, dict) else None, path))
-    if not schema_ok:
-        return problems
-    reading_ok = _reading_problems(raw, path, expression, problems)
-    table = table_problems(raw, path, expression)
-    problems.extend(table)
-    if expression is not None and reading_ok and not any(problem.severity == "error" for problem in table):
-        problems.extend(coverage_problems(_build_check(raw, expression), path))
-    problems.extend(_one_result_problems(raw, path))
-    return problems
-
-
-def _one_result_problems(raw: dict[str, Any], path: str) -> list[Problem]:
-    """A check whose bands all give one result: every roll of it is certain, so the game master is refused
-    each time (`gm.rules.chances.certain`), and the check can never be rolled."""
-    bands = raw.get("bands")
-    results = {band.get("result") for band in bands if isinstance(band, dict)} if isinstance(bands, list) else set()
-    if len(results) != 1 or not isinstance(raw.get("key"), str):
-        return []
-    (result,) = results
-    return [
-        Problem(
-            f"{path}.bands",
-            f"every band of check '{raw['key']}' gives the result '{result}', so no roll can change the outcome "
-            "and the game master is refused every roll of it; give some band another result",
-            "warning",
-        )
+def ladder(check: Check) -> tuple[int, ...]:
+    """The indexes of the bands a roll can end in, from the lowest values to the highest: the order
+    naturals step along. A band wholly covered by earlier bands is not on it; ties keep list order."""
+    reachable = [
+        index
+        for index, band in enumerate(check.bands)
+        if not (band.min is not None and band.max is not None and band.min > band.max)
+        and not covered(band.min, band.max, check.bands[:index])
     ]
-
-
-def _band_problems(bands: Any, path: str) -> list[Problem]:
-    """A band whose min is above its max, and a label used twice (ignoring case), wherever they can be read."""
-    problems: list[Problem] = []
-    if not isinstance(bands, list):
-        return problems
-    labels: dict[str, int] = {}
-    for number, band in enumerate(bands):
-        if not isinstance(band, dict):
-            continue
-        band_path = f"{path}.bands[{number}]"
-        low, high = band.get("min"), band.get("max")
-        if isinstance(low, int) and isinstance(high, int) and low > high:  # true and false are refused as ints
-            problems.append(Problem(band_path, f"min {low} is above max {high}"))
-        label = band.get("label")
-        if not isinstance(label, str) or not label.strip():
-            continue
-        folded = label_key(label)
-        if folded in labels:
-            message = f"the label '{label}' is already used by bands[{labels[folded]}]"
-            problems.append(Problem(f"{band_path}.label", message))
-        labels.setdefault(folded, number)
-    return problems
-
-
-def _reading_problems(raw: dict[str, Any], path: str, expression: dice.Expression | None, found: list[Problem]) -> bool:
-    """Add problems with `reading` and `hit` to `found`; True when the reachable values are known."""
-    if raw.get("reading", "total") != "successes":
-        if "hit" in raw:
-            found.append(Problem(f"{path}.hit", "'hit' belongs to a successes check; this check reads the total"))
-        return True
-    if "hit" not in raw:
-        found.append(Problem(path, "a successes check needs 'hit', the lowest face that counts as a success"))
-        return False
-    if expression is None:
-        return False
-    try:
-        dice.check_successes(expression, raw["hit"])
-    except dice.DiceError as error:
-        where = f"{path}.hit" if error.problem.startswith("hit") else f"{path}.dice"
-        found.append(Problem(where, error.problem))
-        return False
-    return True
-
-
-def _build(data: dict[str, Any]) -> Rules:
-    return Rules(tuple(_build_check(raw, dice.parse(raw["dice"])) for raw in data["checks"]))
-
-
-def _build_check(raw: dict[str, Any], expression: dice.Expression) -> Check:
-    bands = tuple(
-        Band(band["label"], band["result"], band.get("critical", False), band.get("min"), band.get("max"))
-        for band in raw["bands"]
+    return tuple(
+        sorted(
+            reachable,
+            key=lambda index: (-(10**12) if check.bands[index].min is None else check.bands[index].min, index),
+        )
     )
-    return Check(
-        raw["key"],
-        raw["name"],
-        raw["use"],
-        expression,
-        bands,
-        raw.get("reading", "total"),
-        raw.get("hit"),
-        raw.get("compare", "absolute"),
-        raw.get("modifier"),
-        **build_table(raw),
-        secret=bool(raw.get("secret", False)),
+
+
+def covered(low: int | None, high: int | None, bands: Iterable[Band]) -> bool:
+    """Whether every value from `low` to `high` (None: unbounded) is held by one of `bands`."""
+    return not any(True for _ in gaps(tuple(bands), low, high))
+
+
+def gaps(bands: tuple[Band, ...], low: int | None, high: int | None) -> Iterable[tuple[int | None, int | None]]:
+    """Stretches from `low` to `high` (None: unbounded) that no band holds, lowest first."""
+    spans = sorted(
+        ((band.min, band.max) for band in bands if band.min is None or band.max is None or band.min <= band.max),
+        key=lambda span: -(10**12) if span[0] is None else span[0],
     )
+    cursor = low  # the lowest value not yet known to be held; None is minus infinity
+    for start, end in spans:
+        if high is not None and cursor is not None and cursor > high:
+            return
+        if start is not None and (cursor is None or start > cursor):
+            gap_end = start - 1 if high is None else min(start - 1, high)
+            if cursor is None or gap_end >= cursor:
+                yield cursor, gap_end
+        if end is None:
+            return
+        if cursor is None or end + 1 > cursor:
+            cursor = end + 1
+    if high is None or cursor is None or cursor <= high:
+        yield cursor, high

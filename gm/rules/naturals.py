@@ -23,8 +23,7 @@ from itertools import combinations
 from gm import dice
 from gm.dice.joint import mask_of
 from gm.rules._labels import label_key
-from gm.rules.checks import Band, Check, Edge, Natural
-from gm.rules.coverage import ladder
+from gm.rules.checks import Band, Check, Edge, Natural, band_for, ladder, read_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +108,6 @@ def read_roll(
 ) -> tuple[int, Settled]:
     """The value a roll of `check` reads and the band it ends in, naturals applied: the one reading
     the tools, the audit and the odds share. `modifier` is the net one (`gm.rules.checks.opposed_modifier`)."""
-    from gm.rules.checks import band_for, read_value
-
     count = rolled.successes if rolled.successes is not None else rolled.total
     value = read_value(check, count, target, modifier)
     return value, settle(check, band_for(check, value), fired_mask(check, rolled, edge))

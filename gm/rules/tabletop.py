@@ -14,6 +14,7 @@ from typing import Any
 from gm import dice
 from gm.problems import Problem
 from gm.rules._labels import label_key
+from gm.rules.checks import Natural, opposed_expression
 
 
 def table_problems(raw: dict[str, Any], path: str, expression: dice.Expression | None) -> list[Problem]:
@@ -75,15 +76,11 @@ def _can_show(term: dice.Dice, natural: dict[str, Any]) -> bool:
 
 
 def _opposed(actor: dice.Expression, opponent: dice.Expression) -> dice.Expression:
-    from gm.rules.checks import opposed_expression  # rules imports this module
-
     return opposed_expression(actor, opponent)
 
 
 def build_table(raw: dict[str, Any]) -> dict[str, Any]:
     """The `Check` fields of a validated check's table rules."""
-    from gm.rules.checks import Natural
-
     return {
         "advantage": dice.parse(raw["advantage"]) if "advantage" in raw else None,
         "disadvantage": dice.parse(raw["disadvantage"]) if "disadvantage" in raw else None,

@@ -1,9 +1,11 @@
 """The one place that talks to the database: stories, attempts, rolls, rounds, memory and model calls.
 
 `Store` is made of parts, one module each: gm/store/_stories.py (stories and the round lease),
-gm/store/_rolls.py (attempts, rolls and their hash chain, seeds) and gm/store/_rounds.py (an attempt
-opened and a round accepted in one transaction each, rounds, memory, model calls); gm/store/_base.py
-holds what they share and the store's errors. Rolls are append-only, each written in its own
+gm/store/_rolls.py (attempts, rolls and their hash chain, seeds), gm/store/_rounds.py (an attempt
+opened or taken up again, and a round accepted, in one transaction each), gm/store/_memory.py (the
+memory keeper's notes, the running summary, the past a round is shown, model calls) and
+gm/store/_paused.py (rounds waiting for the player's dice); gm/store/_base.py holds what they share.
+The store returns data; what a round does with it is the engine's. Rolls are append-only, each written in its own
 transaction the moment it is rolled; an accepted round is written in one transaction fenced on the
 story's lease. Two rounds of one story never run at once: the lease holds across processes.
 
@@ -13,30 +15,25 @@ story's lease. Two rounds of one story never run at once: the lease holds across
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import create_engine
 
-from gm.store._base import (
-    ABANDONED,
-    LEASE_LOST,
-    SHORT_ID,
-    AmbiguousStory,
-    ChainMoved,
-    NotFair,
-    StoryNotFound,
-)
+from gm.config import Settings
+from gm.errors import SettingsError
+from gm.store._base import ABANDONED, LEASE_LOST, SHORT_ID
 from gm.store._batch import reset_batched_connections
+from gm.store._commit_groups import when_durable
+from gm.store._memory import MemoryTables, Past, PastWindow
+from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
-from gm.store._rounds import Opened, RoundTables, StoryState
+from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
 from gm.store._stories import StoryTables
 from gm.store._workers import SERVER_THREADS, workers_for
 from gm.store.migrations import upgrade
@@ -50,20 +47,20 @@ from gm.store.records import (
     SeedRecord,
     Story,
     StoryBase,
-    model_call_from,
 )
 
 __all__ = [
     "ABANDONED",
     "LEASE_LOST",
+    "NOTHING_TO_REGENERATE",
+    "NOTHING_WAITING",
     "SHORT_ID",
-    "AmbiguousStory",
     "Attempt",
-    "ChainMoved",
     "MemoryEntry",
     "ModelCall",
-    "NotFair",
     "Opened",
+    "Past",
+    "PastWindow",
     "PausedRound",
     "RollRecord",
     "RoundRecord",
@@ -71,23 +68,38 @@ __all__ = [
     "Store",
     "Story",
     "StoryBase",
-    "StoryNotFound",
     "StoryState",
+    "TakenUp",
     "default_database_url",
     "make_engine",
-    "model_call_from",
+    "waiting_sentence",
+    "when_durable",
 ]
 
 
 T = TypeVar("T")
 
 
-def default_database_url() -> str:
-    if url := os.environ.get("GM_DATABASE_URL"):
-        return url
-    home = Path(os.environ.get("GM_HOME") or Path.home() / ".local" / "share" / "gm")
-    home.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{home / 'gm.db'}"
+def default_database_url(settings: Settings | None = None) -> str:
+    """The database `settings` name (else the environment's, `gm.config`): GM_DATABASE_URL, else the SQLite
+    file gm.db in GM_HOME, whose folder is made here if it is missing."""
+    settings = settings or Settings.from_env()
+    if settings.database_url:
+        return settings.database_url
+    settings.home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{settings.home / 'gm.db'}"
+
+
+def require_psycopg() -> None:
+    """Refuse a PostgreSQL database, in one sentence, where its driver is not installed (it is the `postgres` extra:
+    gm plays on SQLite without it)."""
+    try:
+        import psycopg  # noqa: F401  (imported here: where only SQLite is used psycopg is never imported)
+    except ImportError:
+        raise SettingsError(
+            "the database is PostgreSQL (GM_DATABASE_URL, or the URL given), whose driver psycopg is not installed;"
+            " install it with pip install 'gm[postgres]'"
+        ) from None
 
 
 APP_CONNECTIONS = 4  # pooled PostgreSQL connections beyond the worker threads': for the web app's own threads
@@ -97,6 +109,8 @@ def make_engine(url: str) -> Engine:
     """An engine; SQLite gets WAL and a busy timeout so several processes can share the file."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("postgresql+psycopg"):
+        require_psycopg()
     # hide_parameters: a failed statement's text goes to the log, but never its values (a player's words).
     if not url.startswith("sqlite"):
         # A connection for each worker thread (gm.store._workers), and `APP_CONNECTIONS` more for the web app's own
@@ -138,10 +152,11 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(StoryTables, RollTables, RoundTables):
+class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+        """The database at `url`; without one, the one the environment names (`default_database_url`)."""
         self.engine = engine or make_engine(url or default_database_url())
         upgrade(self.engine)  # to the newest schema: gm/migrations
 

@@ -15,15 +15,12 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Table
+from sqlalchemy import Table, inspect
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.orm import configure_mappers
-from sqlalchemy.orm.base import manager_of_class
+from sqlalchemy.orm import ClassManager, configure_mappers
 from sqlmodel import Session, SQLModel
 
 import gm.store.records  # noqa: F401  (every table is mapped before the mappers are configured below)
-from gm._text import unstorable
-from gm.errors import Conflict, NotFound, RoundFailed, UsageError
 from gm.store._commit_groups import current_group
 
 Row = TypeVar("Row", bound=SQLModel)
@@ -35,27 +32,6 @@ LEASE_LOST = (
 ABANDONED = "the server playing this attempt stopped before it ended, so the next round marked it abandoned"
 SHORT_ID = 6  # the fewest characters of a story's id that may stand for it
 ID_PREFIX = re.compile(r"^[0-9a-f]+$")
-
-
-class StoryNotFound(NotFound, LookupError):
-    """No story has that id."""
-
-    def __init__(self, story_id: str) -> None:
-        # An id no story can have (a NUL, or half a surrogate pair from bytes that were not UTF-8) is shown escaped.
-        shown = story_id.encode("unicode_escape").decode("ascii") if unstorable(story_id) else story_id
-        super().__init__(f"there is no story '{shown}'")
-
-
-class AmbiguousStory(UsageError):
-    """A shortened story id that is the start of more than one story's id."""
-
-
-class ChainMoved(RoundFailed):
-    """A fair roll was derived for a place in the story's chain, or from a seed, that is no longer the next one."""
-
-
-class NotFair(Conflict):
-    """A seed was asked of a story that does not use fair dice."""
 
 
 class Tables:
@@ -128,9 +104,16 @@ def row_of(model: type[Row], mapping: Mapping[Any, Any]) -> Row:
     Built as the ORM builds the rows it loads, without running `__init__` (the values are the
     database's own, every column of the row): a fifth of the cost of `gm.store.records.Built`'s.
     """
-    record: Row = manager_of_class(model).new_instance()
+    manager = _managers.get(model)
+    if manager is None:
+        manager = _managers[model] = inspect(model).class_manager
+    record: Row = manager.new_instance()
     record.__dict__.update(mapping)
     return record
+
+
+# Each table model's ClassManager (`Mapper.class_manager`: what gives a mapped object its ORM state), looked up once.
+_managers: dict[type, ClassManager[Any]] = {}
 
 
 def values_of(record: SQLModel, *leave_out: str) -> dict[str, Any]:

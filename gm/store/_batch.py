@@ -14,7 +14,7 @@ result (`Sent`) is read once the batch is sent.
 The statements are the store's SQLAlchemy Core statements, compiled once for the connection's dialect
 and run on the driver's own connection with SQLAlchemy's bind processing (JSON, booleans), so a row
 read here is the row `Connection.execute` reads, and a value written the value it writes
-(`tests/test_store_batch.py` holds both). On SQLite too (`_run_direct`): SQLAlchemy's execution around
+(`tests/store/test_batch.py` holds both). On SQLite too (`_run_direct`): SQLAlchemy's execution around
 a statement cost several times the statement itself. Statements with an expanding IN
 (`bindparam(..., expanding=True)`) are not batched: their SQL depends on their values.
 
@@ -39,7 +39,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import Executable, TextClause
+from sqlalchemy.sql.expression import Delete, Executable, Insert, Select, TextualSelect, Update
 
 from gm._lru import LRU
 from gm.store import _pipeline as store_pipeline
@@ -200,15 +200,33 @@ def reset_batched_connections(engine: Engine) -> None:
 # A statement compiled for each set of keys it was given. The store's statements are built once, at import, so
 # these are a few dozen; the cap only bounds a caller that builds statements as it goes.
 COMPILED_STATEMENTS = 256
-_compiled: LRU[tuple[str, int, tuple[str, ...]], tuple[Executable, SQLCompiler]] = LRU(COMPILED_STATEMENTS)
 
 
-def _compile(connection: Connection, statement: Executable, keys: tuple[str, ...]) -> SQLCompiler:
+@dataclass(frozen=True)
+class _Compiled:
+    """A statement compiled for one dialect and one set of keys, with the bind processor of each of its parameters
+    (as SQLAlchemy's execution applies them: a JSON column's value to JSON text, say)."""
+
+    compiled: SQLCompiler
+    processors: Mapping[str, Any]
+
+
+_compiled: LRU[tuple[str, int, tuple[str, ...]], tuple[Executable, _Compiled]] = LRU(COMPILED_STATEMENTS)
+
+
+def _compile(connection: Connection, statement: Executable, keys: tuple[str, ...]) -> _Compiled:
     """The statement compiled for the connection's dialect and these parameter keys (an INSERT's columns), once."""
     key = (connection.dialect.name, id(statement), keys)
     found = _compiled.get(key)
     if found is None or found[0] is not statement:
-        found = (statement, statement.compile(dialect=connection.dialect, column_keys=list(keys)))  # type: ignore[attr-defined]
+        dialect = connection.dialect
+        compiled: SQLCompiler = statement.compile(dialect=dialect, column_keys=list(keys))  # type: ignore[attr-defined]
+        processors = {
+            name: process
+            for name, bind in compiled.binds.items()
+            if (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        }
+        found = (statement, _Compiled(compiled, processors))
         _compiled.put(key, found)
     return found[1]
 
@@ -219,16 +237,15 @@ def _prepared(
     """The statement's SQL for the connection's dialect (compiled once for each set of keys an INSERT is given)
     and its parameters as the driver takes them: named as compiled, with SQLAlchemy's bind processors applied."""
     sets = [parameters] if isinstance(parameters, Mapping) else list(parameters)
-    compiled = _compile(connection, statement, tuple(sorted(sets[0])))
-    processors = compiled._bind_processors
+    found = _compile(connection, statement, tuple(sorted(sets[0])))
     rows = []
     for values in sets:
-        row = compiled.construct_params(values, _check=False)
-        for name, process in processors.items():
+        row = found.compiled.construct_params(values)
+        for name, process in found.processors.items():
             if name in row:  # None too, as in SQLAlchemy's execution: a JSON column's None is written as JSON's null
-                row[name] = process(row[name])  # type: ignore[operator]
+                row[name] = process(row[name])
         rows.append(row)
-    return compiled.string, rows
+    return found.compiled.string, rows
 
 
 @dataclass(frozen=True)
@@ -239,7 +256,6 @@ class _Direct:
     sql: str
     compiled: SQLCompiler
     binds: tuple[tuple[str, Any], ...]  # each positional parameter's name and bind processor (or None)
-    keys: list[str]
     results: tuple[tuple[int, Any], ...]  # the returned columns that have a result processor: position, processor
 
 
@@ -249,42 +265,50 @@ _direct: LRU[tuple[int, tuple[str, ...]], tuple[Executable, _Direct | None]] = L
 def _direct_plan(connection: Connection, statement: Executable, keys: tuple[str, ...]) -> _Direct | None:
     """The statement compiled once for SQLite and the given keys, ready for the driver; None where SQLAlchemy's
     execution does more than bind and run it: values it computes (Python-side defaults), expanding or literal
-    parameters, a schema map, or rows it matches to columns by name (text)."""
+    parameters, a schema map, or rows it matches to columns by name (text, and anything but a plain SELECT,
+    INSERT, UPDATE or DELETE)."""
     found = _direct.get((id(statement), keys))
     if found is not None and found[0] is statement:
         return found[1]
-    if isinstance(statement, TextClause):
+    returned = _returned_columns(statement)
+    if returned is None:
         _direct.put((id(statement), keys), (statement, None))
         return None
     compiled = _compile(connection, statement, keys)
     plan: _Direct | None = None
     plain = not (
-        compiled.insert_prefetch
-        or compiled.update_prefetch
-        or compiled.literal_execute_params
-        or compiled.post_compile_params
-        or compiled.schema_translate_map
+        compiled.compiled.insert_prefetch
+        or compiled.compiled.update_prefetch
+        or compiled.compiled.literal_execute_params
+        or compiled.compiled.post_compile_params
+        or compiled.compiled.schema_translate_map
     )
-    # Rows are read by position, as SQLAlchemy reads a compiled statement's: text (columns matched by name) is not.
-    by_position = not compiled._result_columns or (
-        compiled._ordered_columns and not compiled._textual_ordered_columns and not compiled._loose_column_name_matching
-    )
-    if plain and by_position and compiled.positional and compiled.positiontup is not None:
+    if plain and compiled.compiled.positional and compiled.compiled.positiontup is not None:
         dialect = connection.dialect
-        processors = compiled._bind_processors
         plan = _Direct(
-            sql=compiled.string,
-            compiled=compiled,
-            binds=tuple((name, processors.get(name)) for name in compiled.positiontup),
-            keys=[entry[0] for entry in compiled._result_columns],
+            sql=compiled.compiled.string,
+            compiled=compiled.compiled,
+            binds=tuple((name, compiled.processors.get(name)) for name in compiled.compiled.positiontup),
             results=tuple(
                 (position, process)
-                for position, entry in enumerate(compiled._result_columns)
-                if (process := entry[3]._cached_result_processor(dialect, None)) is not None
+                for position, column in enumerate(returned)
+                if (process := column.type.dialect_impl(dialect).result_processor(dialect, None)) is not None
             ),
         )
     _direct.put((id(statement), keys), (statement, plan))
     return plan
+
+
+def _returned_columns(statement: Executable) -> Sequence[Any] | None:
+    """The columns a statement returns, in order (none for an INSERT, UPDATE or DELETE without RETURNING); None
+    for a statement whose rows SQLAlchemy matches to its columns by name rather than by position (text)."""
+    if isinstance(statement, TextualSelect):
+        return None
+    if isinstance(statement, Select):
+        return list(statement.selected_columns)
+    if isinstance(statement, Insert | Update | Delete):
+        return list(statement.exported_columns)
+    return None
 
 
 def _run_direct(connection: Connection, statement: Executable, parameters: Parameters, sent: Sent) -> None:
@@ -295,7 +319,7 @@ def _run_direct(connection: Connection, statement: Executable, parameters: Param
     much CPU on the database thread (a py-spy profile of bench/cpu_bench.py's rounds). Here the statement is
     compiled once, its values bound with SQLAlchemy's own bind processors, and its rows read with its result
     processors, so what is written and read is what `Connection.execute` writes and reads
-    (tests/test_store_batch.py holds that); an error is SQLAlchemy's wrapped DBAPI error, as it raises it."""
+    (tests/store/test_batch.py holds that); an error is SQLAlchemy's wrapped DBAPI error, as it raises it."""
     sets = [parameters] if isinstance(parameters, Mapping) else list(parameters)
     plan = _direct_plan(connection, statement, tuple(sorted(sets[0])))
     if plan is None:
@@ -303,7 +327,7 @@ def _run_direct(connection: Connection, statement: Executable, parameters: Param
         return
     rows = []
     for values in sets:
-        bound = plan.compiled.construct_params(values, escape_names=False, _check=False)
+        bound = plan.compiled.construct_params(values, escape_names=False)
         # Every value goes through its processor, None too, as in SQLAlchemy's execution (a JSON column's None
         # is written as JSON's null, say).
         rows.append(tuple(bound[name] if process is None else process(bound[name]) for name, process in plan.binds))
@@ -316,7 +340,7 @@ def _run_direct(connection: Connection, statement: Executable, parameters: Param
         else:
             cursor.executemany(plan.sql, rows)
         if cursor.description is not None:
-            sent.columns = plan.keys
+            sent.columns = [column[0] for column in cursor.description]
             sent.rows = cursor.fetchall()
             if plan.results:
                 sent.rows = [_processed(row, plan.results) for row in sent.rows]

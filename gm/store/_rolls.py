@@ -1,7 +1,7 @@
 """The store's attempts and rolls, each roll a link of its story's hash chain, and a fair story's seeds.
 
 Rolls are append-only: each is written, in its own transaction, the moment it is rolled, and never
-changed; each is the next link of its story's hash chain (gm.integrity.chain). A failed attempt writes no
+changed; each is the next link of its story's hash chain (gm.transcript.chain). A failed attempt writes no
 round; its rolls stay, and the attempt says it failed (a later attempt at the same round gets them
 back: gm.engine._earlier_rolls).
 """
@@ -17,10 +17,11 @@ from sqlalchemy.engine import Connection
 from sqlmodel import col, select
 
 from gm._text import storable
-from gm.integrity.chain import genesis, roll_hash
-from gm.store._base import ABANDONED, ChainMoved, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
+from gm.errors import ChainMoved, NotFair, StoryNotFound
+from gm.store._base import ABANDONED, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
 from gm.store.records import Attempt, ModelCall, RollRecord, SeedRecord, Story
+from gm.transcript.chain import genesis, roll_hash
 from gm.transcript.shapes import RollPublic
 
 
@@ -199,8 +200,7 @@ def _put(record: RollRecord, **values: object) -> None:
     """Set a roll's fields as the store writes them: straight into its `__dict__`, as `gm.store.records.Built` builds
     it (the roll belongs to no ORM session, so it has no history to keep; sqlmodel's setattr cost 3x as much)."""
     record.__dict__.update(values)
-    if (given := getattr(record, "__pydantic_fields_set__", None)) is not None:  # as pydantic's setattr marks them
-        given.update(values)
+    record.model_fields_set.update(values)  # as pydantic's setattr marks them
 
 
 def insert_attempt(connection: Connection, attempt: Attempt) -> None:

@@ -1,36 +1,37 @@
-"""The store's rounds: an attempt opened and a round accepted (one transaction each), memory and model calls.
+"""The store's rounds: an attempt opened and a round accepted, one transaction each.
 
-A round is played as an *attempt*. Opening it takes the story's lease, reads the story, a paused round
-and the round's earlier rolls, and writes the attempt, in one transaction (`open_attempt`); the round
-(gm.engine._attempt) reads the past the game master is shown in the same transaction (gm.engine.memory's
-`recall_queued`, in the batch that writes the attempt: `open_attempt`'s `read_with`). When the referee
-accepts it, the round (its text, narration, outcomes, refusals, and its rolls as written) is written
-with its model calls, its attempt marked accepted, the story counted and its lease let go, in one
-transaction fenced on the lease (`accept_round`).
+A round is played as an *attempt*. Opening it takes the story's lease, reads the story, a paused round,
+the round's earlier rolls and the past its game master is shown (gm.store._memory's `read_past`), and
+writes the attempt, in one transaction (`open_attempt`). A story that has ended, or whose round waits
+for the player's dice, is refused there, with nothing written. When the round is accepted, it (its
+text, narration, outcomes, refusals, and its rolls as written) is written with its model calls, its
+attempt marked accepted, the story counted and its lease let go, in one transaction fenced on the
+lease (`accept_round`). The store decides nothing else: what the round does is the engine's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Select, bindparam, case, delete, func, insert, literal_column, update
+from sqlalchemy import BigInteger, bindparam, case, delete, func, literal_column, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
-from sqlmodel import col, select
 
 from gm._text import unstorable
-from gm.errors import Conflict, LeaseLost
-from gm.store._base import LEASE_LOST, NotFair, StoryNotFound, Tables, row_of, table_of, values_of
+from gm.errors import Conflict, LeaseBusy, LeaseLost, NotFair, RoundWaiting, StoryEnded, StoryNotFound
+from gm.store._base import LEASE_LOST, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
-from gm.store._rolls import CALLS_INSERT, OF_ROUND, insert_calls, queue_attempt, rolls_by_id, unfinished_attempts
-from gm.store._stories import LEASE_TAKE, Claim, LeaseBusy
+from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
+from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
+from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
+from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
+from gm.transcript.shapes import QuestionPublic
 
 ROUNDS = table_of(RoundRecord)
 MEMORY = table_of(MemoryEntry)
@@ -61,7 +62,8 @@ class Opened:
     `number` is the round played; `player_text` the text of the round played again (None otherwise);
     `earlier` that round's rolls; `retried` every roll made for this round before this attempt, in
     order; `unfinished` the attempts at this round that were not accepted (their rolls came back);
-    `clock_before` the time the round before ended; `seed` a fair story's current seed.
+    `clock_before` the time the round before ended; `seed` a fair story's current seed; `past` what its game
+    master is shown of the story so far, when asked for.
     """
 
     story: StoryState
@@ -73,23 +75,42 @@ class Opened:
     unfinished: set[str] = field(default_factory=set)
     clock_before: int | None = None
     seed: SeedRecord | None = None
-    read: Any = None  # what `open_attempt`'s `read_with` read beside the attempt
+    past: Past | None = None
 
 
-# Refuses a round before its attempt is written: the story's state and, if one waits, its paused round's question.
-Admit = Callable[[StoryState, "dict[str, Any] | None"], None]
-# Queues more reads of the story in the batch that opens an attempt; returns what reads their results once it is sent.
-ReadWith = Callable[[Batch, StoryState, int], Callable[[], Any]]
+@dataclass
+class TakenUp:
+    """A paused round taken up again, with what its attempt is rebuilt from, read in the same transaction.
+
+    `held` are the rolls the attempt holds, in order; `others` the round's rolls made by other attempts;
+    `earlier` the rolls of the round it plays again; `unfinished` the other attempts at the round that were
+    not accepted; `story` and `seed` what a fair story's dice are derived from.
+    """
+
+    paused: PausedRound
+    story: StoryState
+    held: list[RollRecord]
+    others: list[RollRecord]
+    earlier: list[RollRecord]
+    unfinished: set[str]
+    seed: SeedRecord | None
 
 
 class RoundTables(Tables):
-    """Opening attempts, accepting rounds; rounds, memory and model calls."""
+    """Opening attempts, accepting rounds; the rounds played."""
 
-    def open_attempt(self, story_id: str, *, regenerate: bool, admit: Admit, lease: Claim | None = None) -> Opened:
-        """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction
-        (see `open_attempt`; a round opens its own and reads its past in the same transaction: gm.engine._attempt)."""
+    def open_attempt(
+        self, story_id: str, *, regenerate: bool, lease: Claim | None = None, past: PastWindow | None = None
+    ) -> Opened:
+        """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction:
+        see `open_attempt`."""
         with self.transaction() as connection:
-            return open_attempt(connection, story_id, regenerate=regenerate, admit=admit, lease=lease, commit=True)
+            return open_attempt(connection, story_id, regenerate=regenerate, lease=lease, past=past, commit=True)
+
+    def take_paused(self, story_id: str, attempt_id: str, lease: Claim | None = None) -> TakenUp:
+        """Take the story's paused round up again, in one transaction: see `take_paused`."""
+        with self.transaction() as connection:
+            return take_paused(connection, story_id, attempt_id, lease)
 
     def accept_round(
         self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = (), *, holder: str | None = None
@@ -130,13 +151,12 @@ class RoundTables(Tables):
             record.id = round_id
         return record
 
-    # Rounds, memory and model calls
-
     def rounds(self, story_id: str, after: int = 0, last: int | None = None) -> list[RoundRecord]:
         """Accepted rounds numbered above `after`, oldest first; `last` keeps only the newest few."""
         with self.reading() as connection:
             if last is not None:
-                return [record for record in newest_rounds(connection, story_id, last) if record.number > after]
+                newest = read_now(connection, newest_rounds, story_id, last)
+                return [record for record in newest if record.number > after]
             rows = connection.execute(_ROUNDS_AFTER, {"story": story_id, "after": after}).mappings()
             return [row_of(RoundRecord, row) for row in rows]
 
@@ -145,114 +165,26 @@ class RoundTables(Tables):
             found = rounds_numbered(connection, story_id, [number])
             return found[0] if found else None
 
-    def add_memory(self, entry: MemoryEntry) -> None:
-        """Store a round's memory and mark the round remembered, in one transaction."""
-        with self.transaction() as connection:
-            if connection.execute(_REMEMBERED, {"story": entry.story_id, "round_no": entry.round_number}).rowcount == 0:
-                return  # the round was regenerated meanwhile; its new version gets its own memory
-            entry.id = connection.execute(_MEMORY, values_of(entry)).scalar_one()
-
-    def add_memories(self, remembered: Sequence[tuple[str, MemoryEntry]], calls: Sequence[ModelCall] = ()) -> None:
-        """Store the memories of several rounds and the memory keeper's calls that wrote them, marking those
-        rounds remembered, in one transaction (a batch, gm.engine.memory).
-
-        Each entry comes with the attempt id of the round version it summarises: a round regenerated
-        meanwhile comes from another attempt, so its stale memory is left out (its new version gets its
-        own); the calls are kept regardless.
-        """
-        with self.transaction() as connection:
-            # Two batches (gm.store._batch): the rounds of these attempts still in the story marked, one statement
-            # each, with the transaction's BEGIN; then the memories of those marked, the calls, and the COMMIT. On
-            # PostgreSQL two round trips, and the first sets the transaction's synchronous_commit where the
-            # keeper's work need not wait for its sync (`Store.off_loop(durable=False)`).
-            batch = Batch(connection)
-            marks = [
-                (attempt_id, batch.add(_MARK_REMEMBERED, _marked(attempt_id, entry)))
-                for attempt_id, entry in remembered
-            ]
-            batch.send()
-            current = {attempt_id for attempt_id, mark in marks if mark.scalar() == attempt_id}
-            if entries := [values_of(entry) for attempt_id, entry in remembered if attempt_id in current]:
-                batch.add(_MEMORIES_ADDED, entries)
-            if calls:
-                batch.add(CALLS_INSERT, [values_of(call) for call in calls])
-            batch.send(commit=True)
-
-    def keeper_rounds(self, story_id: str) -> tuple[list[RoundRecord], dict[str, Any] | None]:
-        """What the memory keeper reads before it writes: the story's rounds not yet remembered, oldest first, and
-        its world's calendar (None without one: the summaries are dated by it), in one read."""
-        with self.reading() as connection:
-            batch = Batch(connection)  # one round trip on PostgreSQL
-            rows = batch.add(_UNREMEMBERED, {"story": story_id})
-            found = batch.add(_CALENDAR, {"story": story_id})
-            batch.send()
-        calendar = found.scalar()
-        return [row_of(RoundRecord, row) for row in rows.mappings()], calendar if isinstance(calendar, dict) else None
-
-    def unfolded(self, story_id: str) -> tuple[str, list[MemoryEntry]]:
-        """The story's running summary and the memories not folded into it yet, oldest first (one read)."""
-        with self.reading() as connection:
-            batch = Batch(connection)  # one round trip on PostgreSQL
-            # The memories first, then the summary: a fold in between moves the summary on, and the memories it
-            # took in are left out below; one written in between waits for the next read.
-            memories = batch.add(_MEMORIES_AFTER_SUMMARY, {"story": story_id})
-            found = batch.add(_SUMMARY, {"story": story_id})
-            batch.send()
-        if (read := found.first()) is None:
-            raise StoryNotFound(story_id)
-        summary, through = read
-        return summary, [row_of(MemoryEntry, row) for row in memories.mappings() if row["round_number"] > through]
-
-    def memories(self, story_id: str, after: int = 0) -> list[MemoryEntry]:
-        with self.reading() as connection:
-            return memories_between(connection, story_id, after)
-
-    def unremembered(self, story_id: str) -> list[RoundRecord]:
-        with self.reading() as connection:
-            rows = connection.execute(_UNREMEMBERED, {"story": story_id}).mappings()
-            return [row_of(RoundRecord, row) for row in rows]
-
-    def fold_summary(self, story_id: str, summary: str, through: int, calls: Sequence[ModelCall] = ()) -> None:
-        """Fold the memories through round `through` into the running summary, with the call that wrote it."""
-        with self.transaction() as connection:
-            batch = Batch(connection)  # with the BEGIN: on PostgreSQL one round trip before the commit
-            folded = batch.add(_FOLD, {"story": story_id, "folded": summary, "through": through})
-            if calls:
-                batch.add(CALLS_INSERT, [values_of(call) for call in calls])
-            batch.send()
-            if folded.rowcount == 0:
-                raise StoryNotFound(story_id)
-
-    def add_model_calls(self, calls: Sequence[ModelCall]) -> None:
-        with self.transaction() as connection:
-            insert_calls(connection, calls)
-
-    def model_calls(self, story_id: str) -> list[ModelCall]:
-        with self.session() as session:
-            query = select(ModelCall).where(ModelCall.story_id == story_id).order_by(col(ModelCall.id))
-            return list(session.exec(query))
-
 
 def open_attempt(
     connection: Connection,
     story_id: str,
     *,
     regenerate: bool,
-    admit: Admit,
     lease: Claim | None = None,
-    read_with: ReadWith | None = None,
+    past: PastWindow | None = None,
     commit: bool = False,
 ) -> Opened:
     """Open an attempt at the story's next round (or its last again, `regenerate`) in the caller's transaction.
 
     With `lease`, the story's lease is taken first, by the conditional UPDATE that also reads the story:
     if another holder has it, `LeaseBusy` and nothing else is done. What is read after it then stays as
-    read until the round ends. `admit` sees the story and any paused round's question first, and refuses
-    the round by raising (the caller's transaction is rolled back, so nothing is written, lease included).
-    Any attempt of the story still running is marked abandoned (its process died).
+    read until the round ends. A story that has ended (`StoryEnded`) or whose round waits for the player's
+    dice (`RoundWaiting`) is refused next (the caller's transaction is rolled back, so nothing is written,
+    lease included). Any attempt of the story still running is marked abandoned (its process died).
 
-    `read_with` queues the caller's own reads of the story beside the attempt's (gm.engine.memory's
-    `recall_queued`), and what its finisher returns is `Opened.read`. The statements go in two batches
+    With `past`, the past the round's game master is shown is read beside the attempt's own reads
+    (`Opened.past`: gm.store._memory's `read_past`). The statements go in two batches
     (gm.store._batch): on PostgreSQL, two round trips before the commit. With `commit` (for a caller whose
     transaction ends with the opening) the second also commits: nothing after it refuses the round, and the
     reads that may follow (a round's rolls from other attempts, rounds standing in for missing memories) see
@@ -272,11 +204,14 @@ def open_attempt(
             raise LeaseBusy()
         raise StoryNotFound(story_id)
     story = StoryState(*found[:-1])
-    admit(story, found[-1])
+    if story.ended_at is not None:
+        raise StoryEnded()
+    if (waiting := found[-1]) is not None:
+        raise RoundWaiting(waiting_sentence(QuestionPublic.model_validate(waiting)))
     number = story.rounds if regenerate else story.rounds + 1
     opened = Opened(story, Attempt(story_id=story_id, round_number=number, regenerating=regenerate), number)
     if regenerate:  # the round played again, and the one before it (the time it ended is where this starts)
-        by_number = {record.number: record for record in newest_rounds(connection, story_id, 2)}
+        by_number = {record.number: record for record in read_now(connection, newest_rounds, story_id, 2)}
         last = by_number.get(number)
         if last is None:
             raise Conflict(NOTHING_TO_REGENERATE)
@@ -287,15 +222,15 @@ def open_attempt(
     seed = batch.add(_SEED, {"story": story.id, "epoch": story.seed_epoch}) if story.fair else None
     queue_attempt(batch, opened.attempt)
     retried = batch.add(OF_ROUND, {"story": story_id, "number": number})
-    finish = read_with(batch, story, number) if read_with is not None else None
+    past_read = read_past(batch, story, number, past) if past is not None else None
     batch.send(commit=commit)
     if seed is not None:
         opened.seed = seed_of(story, next(seed.mappings(), None))
     opened.retried = [row_of(RollRecord, row) for row in retried.mappings()]
     if any(roll.attempt_id != opened.attempt.id for roll in [*opened.retried, *opened.earlier]):
         opened.unfinished = unfinished_attempts(connection, story_id, number) - {opened.attempt.id}
-    if finish is not None:
-        opened.read = finish()
+    if past_read is not None:
+        opened.past = past_read()
     return opened
 
 
@@ -353,95 +288,39 @@ _ROUND_UNLESS_PLAYED = {
     "postgresql": postgresql_insert(ROUNDS).on_conflict_do_nothing().returning(ROUNDS.c.id),
     "sqlite": sqlite_insert(ROUNDS).on_conflict_do_nothing().returning(ROUNDS.c.id),
 }
-_REMEMBERED = update(ROUNDS).where(*_ROUND_NUMBER).values(memory_written=True)
-_MEMORY = insert(MEMORY).returning(MEMORY.c.id)
-_MEMORIES_ADDED = insert(MEMORY)
-# A round of this attempt still in the story (a regenerated round's earlier version is gone) marked remembered;
-# returns its attempt. Found by its number (the story's key), not by reading every round of the story. One round a
-# statement, not an IN list: a statement whose SQL depends on its values cannot go in a batch (gm.store._batch).
-_MARK_REMEMBERED = (
-    update(ROUNDS)
-    .where(*_ROUND_NUMBER, ROUNDS.c.attempt_id == bindparam("attempt"))
-    .values(memory_written=True)
-    .returning(ROUNDS.c.attempt_id)
-)
-_UNREMEMBERED = (
-    sql_select(ROUNDS)
-    .where(ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.memory_written.is_(False))
-    .order_by(ROUNDS.c.number)
-)
 _OF_STORY = ROUNDS.c.story_id == bindparam("story")
 _ROUNDS_AFTER = sql_select(ROUNDS).where(_OF_STORY, ROUNDS.c.number > bindparam("after")).order_by(ROUNDS.c.number)
-_ROUNDS_NUMBERED = (
-    sql_select(ROUNDS)
-    .where(_OF_STORY, ROUNDS.c.number.in_(bindparam("numbers", expanding=True)))
-    .order_by(ROUNDS.c.number)
-)
-_SUMMARY = sql_select(STORIES.c.summary, STORIES.c.summary_through).where(_STORY)
-# Only the world's calendar, not the whole world.json (the memory keeper dates its summaries by it).
-_CALENDAR = sql_select(STORIES.c.world_data["calendar"]).where(_STORY)
-_FOLD = update(STORIES).where(_STORY).values(summary=bindparam("folded"), summary_through=bindparam("through"))
-_MEMORIES = (
-    sql_select(MEMORY)
-    .where(MEMORY.c.story_id == bindparam("story"), MEMORY.c.round_number > bindparam("after"))
-    .order_by(MEMORY.c.round_number)
-)
-_MEMORIES_BEFORE = _MEMORIES.where(MEMORY.c.round_number < bindparam("before"))
-# The memories not folded into the story's running summary yet, oldest first.
-_MEMORIES_AFTER_SUMMARY = (
-    sql_select(MEMORY)
-    .where(
-        MEMORY.c.story_id == bindparam("story"),
-        MEMORY.c.round_number > sql_select(STORIES.c.summary_through).where(_STORY).scalar_subquery(),
-    )
-    .order_by(MEMORY.c.round_number)
-)
+_PAUSED = sql_select(PAUSED).where(PAUSED.c.story_id == bindparam("story"))
+_RUNNING = update(ATTEMPTS).where(ATTEMPTS.c.id == bindparam("attempt")).values(status="running")
+_TAKEN = delete(PAUSED).where(PAUSED.c.story_id == bindparam("story"))
 _SEED = sql_select(SEEDS).where(SEEDS.c.story_id == bindparam("story"), SEEDS.c.epoch == bindparam("epoch"))
 
 
-def _marked(attempt_id: str, entry: MemoryEntry) -> dict[str, Any]:
-    """`_MARK_REMEMBERED`'s values for the round `entry` summarises, as attempt `attempt_id` played it."""
-    return {"story": entry.story_id, "round_no": entry.round_number, "attempt": attempt_id}
+def take_paused(connection: Connection, story_id: str, attempt_id: str, lease: Claim | None = None) -> TakenUp:
+    """Take the paused round up again in the caller's transaction: its row deleted and its attempt running,
+    with everything its attempt is rebuilt from read in the same transaction.
 
-
-@lru_cache(maxsize=16)  # one statement per count asked for: the verbatim window and 2
-def _newest(count: int) -> Select[Any]:
-    return sql_select(ROUNDS).where(_OF_STORY).order_by(ROUNDS.c.number.desc()).limit(count)
-
-
-def newest_rounds(connection: Connection, story_id: str, count: int) -> list[RoundRecord]:
-    """The story's newest `count` rounds, oldest first."""
-    if count <= 0:
-        return []
-    rows = connection.execute(_newest(count), {"story": story_id}).mappings()
-    return [row_of(RoundRecord, row) for row in rows][::-1]
-
-
-def newest_rounds_queued(batch: Batch, story_id: str, count: int) -> Callable[[], list[RoundRecord]]:
-    """`newest_rounds` queued in a batch: what reads them once it is sent."""
-    sent = batch.add(_newest(count), {"story": story_id})
-    return lambda: [row_of(RoundRecord, row) for row in sent.mappings()][::-1]
-
-
-def rounds_numbered(connection: Connection, story_id: str, numbers: Sequence[int]) -> list[RoundRecord]:
-    """The story's rounds of these numbers (those there are), oldest first."""
-    rows = connection.execute(_ROUNDS_NUMBERED, {"story": story_id, "numbers": list(numbers)}).mappings()
-    return [row_of(RoundRecord, row) for row in rows]
-
-
-def memories_between(connection: Connection, story_id: str, after: int, before: int | None = None) -> list[MemoryEntry]:
-    """The story's memories of rounds after `after` (and before `before`), oldest first."""
-    if before is None:
-        rows = connection.execute(_MEMORIES, {"story": story_id, "after": after}).mappings()
-    else:
-        rows = connection.execute(_MEMORIES_BEFORE, {"story": story_id, "after": after, "before": before}).mappings()
-    return [row_of(MemoryEntry, row) for row in rows]
-
-
-def memories_between_queued(batch: Batch, story_id: str, after: int, before: int) -> Callable[[], list[MemoryEntry]]:
-    """`memories_between` (with `before`) queued in a batch: what reads them once it is sent."""
-    sent = batch.add(_MEMORIES_BEFORE, {"story": story_id, "after": after, "before": before})
-    return lambda: [row_of(MemoryEntry, row) for row in sent.mappings()]
+    With `lease`, the story's lease is taken first (`LeaseBusy`, and nothing done, if another round holds
+    it); without, the caller holds it. `attempt_id` is the attempt the faces were checked against; if another
+    process answered or abandoned it meanwhile, `Conflict` and nothing changes.
+    """
+    if lease is not None and connection.execute(LEASE_TAKE, lease.values(story_id)).rowcount != 1:
+        raise LeaseBusy()
+    found = connection.execute(_PAUSED, {"story": story_id}).mappings().first()
+    if found is None or found["attempt_id"] != attempt_id:
+        raise Conflict(ANSWERED_MEANWHILE)
+    if connection.execute(_RUNNING, {"attempt": attempt_id}).rowcount != 1:
+        raise Conflict(ANSWERED_MEANWHILE)
+    connection.execute(_TAKEN, {"story": story_id})
+    paused = row_of(PausedRound, found)
+    story = read_story_state(connection, story_id)
+    held = rolls_by_id(connection, paused.rolls)
+    of_round = connection.execute(OF_ROUND, {"story": story_id, "number": paused.round_number}).mappings()
+    others = [roll for roll in (row_of(RollRecord, row) for row in of_round) if roll.attempt_id != attempt_id]
+    earlier = rolls_by_id(connection, paused.earlier) if paused.earlier else []
+    unfinished = unfinished_attempts(connection, story_id, paused.round_number) - {attempt_id} if others else set()
+    seed = read_seed(connection, story) if story.fair else None
+    return TakenUp(paused, story, held, others, earlier, unfinished, seed)
 
 
 def read_story_state(connection: Connection, story_id: str) -> StoryState:

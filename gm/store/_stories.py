@@ -19,18 +19,9 @@ from sqlalchemy import select as sql_select
 from sqlmodel import col, select
 
 from gm._text import unstorable
-from gm.errors import StoryBusy
-from gm.store._base import ID_PREFIX, SHORT_ID, AmbiguousStory, StoryNotFound, Tables, row_of, table_of
+from gm.errors import AmbiguousStory, StoryNotFound
+from gm.store._base import ID_PREFIX, SHORT_ID, Tables, row_of, table_of
 from gm.store.records import SeedRecord, Story
-
-BUSY = "another round of this story is being played right now; try again when it is done"
-
-
-class LeaseBusy(StoryBusy):
-    """Another holder has the story's lease, so the transaction that would have taken it did nothing."""
-
-    def __init__(self) -> None:
-        super().__init__(BUSY)
 
 
 @dataclass(frozen=True, slots=True)

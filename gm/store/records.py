@@ -10,13 +10,10 @@ import functools
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
-
-if TYPE_CHECKING:
-    from gm.models.client import Completion
 
 
 def _now() -> datetime:
@@ -60,9 +57,9 @@ class Built:
                     elif default is not _REQUIRED:
                         built[name] = default
         self.__dict__.update(built)  # the instance's state was set up by the ORM's __init__ wrapper
-        object.__setattr__(self, "__pydantic_fields_set__", given)
-        object.__setattr__(self, "__pydantic_extra__", None)
-        object.__setattr__(self, "__pydantic_private__", None)
+        # sqlmodel's __new__ gave the record pydantic's bookkeeping (no extra fields, no private ones, an empty
+        # set of fields given): the fields given are marked as pydantic's own __init__ marks them.
+        self.model_fields_set.update(given)  # type: ignore[attr-defined]
 
 
 # Per table class, each field's name with its constant default or its default factory. Asking pydantic for
@@ -108,7 +105,7 @@ class Story(Built, StoryBase, table=True):
     lease_holder: str | None = None
     lease_expires: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
     token_hash: str | None = None  # sha256 of the story's secret token, for the web API; None for local stories
-    # Dice integrity (gm.integrity.chain, gm.integrity.fair): the chain's length and newest hash, and a fair story's
+    # Dice integrity (gm.transcript.chain, gm.integrity.fair): the chain's length and newest hash, and a fair story's
     # seeds.
     chain_length: int = 0
     chain_head: str | None = None
@@ -159,7 +156,7 @@ class RollRecord(Built, SQLModel, table=True):
     """One roll, written when rolled and never changed: the number lives here and only here.
 
     `seq` is the roll's place in its story (1, 2, ...) and `prev_hash` the hash of the roll before it
-    (see gm.integrity.chain); `seed_epoch` names the seed a fair roll's faces were derived from.
+    (see gm.transcript.chain); `seed_epoch` names the seed a fair roll's faces were derived from.
     """
 
     __tablename__ = "rolls"
@@ -300,20 +297,3 @@ class ModelCall(Built, SQLModel, table=True):
     finish_reason: str | None = None
     structured: str | None = None  # a judge call: how its answer was asked for (json_schema, tool or text)
     created_at: datetime = _moment()
-
-
-def model_call_from(completion: Completion, purpose: str, story_id: str = "") -> ModelCall:
-    """The record of one model call, from what the model client measured."""
-    return ModelCall(
-        story_id=story_id,
-        purpose=purpose,
-        prompt_tokens=completion.usage.prompt_tokens,
-        completion_tokens=completion.usage.completion_tokens,
-        estimated=completion.usage.estimated,
-        latency_ms=completion.latency_ms,
-        http_attempts=completion.attempts,
-        finish_reason=completion.finish_reason,
-        # Its default factory, called here: pydantic inspects a factory's signature each time it calls it
-        # for a default, a third of building this record (made for every model call, on the event loop).
-        created_at=_now(),
-    )

@@ -56,7 +56,8 @@ the forced tool call when the request offers the judge's tool, else as JSON text
 'Hello.'
 """
 
-from gm.testing.function import FunctionModel, ScriptError
+from gm.errors import ScriptError
+from gm.testing.function import FunctionModel
 from gm.testing.judging import honest_judge, is_judge_request, judge_answer
 from gm.testing.script import (
     Answer,

@@ -10,15 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gm.errors import ScriptError
 from gm.models.client import Completion, read_completion, request_options
 from gm.testing.script import Answer, AnyScript, HttpError, Raw, Request, Scripted
-
-
-class ScriptError(AssertionError):
-    """The in-process fake could not answer: its script ran out or broke, or the request or answer was invalid.
-
-    A bug in the test or in the engine's request, never a model failure: the engine does not catch it.
-    """
 
 
 class FunctionModel(Scripted):

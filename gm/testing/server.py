@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 
 import openai
 
+from gm.errors import UsageError
 from gm.testing.script import Answer, HttpError, Raw, Request, Script, Scripted, Step
 
 Response: TypeAlias = tuple[int, dict[str, str], bytes]  # status, headers, body
@@ -37,7 +38,7 @@ class FakeModel(Scripted):
     def start(self) -> FakeModel:
         """Start serving on an ephemeral port; returns the fake itself."""
         if self._closing.is_set():
-            raise RuntimeError("a closed fake model cannot start again; make a new one")
+            raise UsageError("a closed fake model cannot start again; make a new one")
         if self._server is None:
             self._server = _Server(("127.0.0.1", 0), _Handler)
             self._server.fake = self  # type: ignore[attr-defined]
@@ -64,7 +65,7 @@ class FakeModel(Scripted):
     def base_url(self) -> str:
         """The URL to give an OpenAI client, ending in /v1."""
         if self._server is None:
-            raise RuntimeError("the fake model is not started; use it as a context manager or call start()")
+            raise UsageError("the fake model is not started; use it as a context manager or call start()")
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def client(self, **options: Any) -> openai.OpenAI:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gm.engine.instructions import instructions
-from gm.engine.prompt import RESPONSE_OPEN
+from gm.models._textcalls import RESPONSE_OPEN
 from gm.testing.judging import honest_judge, is_judge_request
 from gm.testing.script import Raw, Request, Step, StepFunction, raw, reply
 

@@ -1,75 +1,64 @@
 """The public shapes of a story: a roll, an outcome, a round, a story and its transcript.
 
 These are the one shape each idea has outside the database. The library's `RoundResult`,
-`gm show --json`, the web API and its event stream all use them, built from the stored records
-here and nowhere else (named in families, as full-stack-fastapi-template names them: `Story` is a
-table in `gm.store.records`, `StoryPublic` is what anyone outside sees of it).
-
-    {"story": {"id", "title", "created_at", "rounds", "settings": {"dice": "shown" | "hidden",
-                                                                   "judge": "on" | "off",
-                                                                   "dice_from": "engine" | "player"},
-               "notices": [str], "fair", "commitment", "clock", "time", "ended",
-               "asking": null | {"round", "check", "check_name", "character", "notation", "dice", "text"}},
-     "rounds": [{"number", "player_text", "narration", "refusals": [str], "clock", "time",
-                 "outcomes": [{"character", "result", "roll"}],
-                 "judge": null | {"model", "verdicts": [{"character", "told_as", "quote"}]},
-                 "rolls": [ROLL]}],
-     "integrity": {"fair", "player_seed", "seeds": [{"epoch", "commitment", "seed", "first_roll",
-                   "last_roll", "committed_at", "revealed_at"}], "chain_length", "chain_head",
-                   "legacy_rolls", "dice", "modifiers", "rolls": [ROLL]}}
-
-    ROLL = {"id", "kind", "character", "check", "check_name", "notation", "reason", "target",
-            "modifier", "faces", "total", "successes", "value", "band", "result", "critical",
-            "void", "dice", "seq", "round", "attempt", "seed_epoch", "prev_hash", "from_earlier_attempt",
-            "edge", "opponent", "opponent_modifier", "natural", "stepped_from", "chances",
-            "typed", "salt", "sealed", "hash"}
-
-`typed` marks faces a player rolled at the table and typed in (gm.engine.typed_dice); `asking` is a round paused
-for them. `salt` is a secret check's random salt (gm.integrity.secret); in the player's transcript a secret roll
-not yet revealed has no card in its round and is a stub in `integrity.rolls`: `sealed` true, `hash` its
-chain hash, its dice and band left out. `ended`: the story has ended (its secret rolls are shown).
-
-`clock` is the story's time on its world's calendar (gm.world.calendar), in minutes since the story
-began, and `time` the same in words ("Fireday, 12 Rainmoon 311 AL, 19:30 (dusk)"): the story's
-current time, and each round's time when it ended. Both are null in a world without a calendar.
-
-`kind` is `check` (roll_check), `dice` (roll_dice) or `player` (`/roll`); `dice` is the itemised
-line, such as "1d20 (14) = 14"; check fields are null for the other kinds. `seq` is the roll's place
-in the story's chain and `prev_hash` the hash of the roll before it (gm.integrity.chain);
-A check roll's table rules (issue 16): `edge` is `advantage` or `disadvantage` when the check's dice
-for it were rolled (then `notation` is those dice); an opposed check names its `opponent` and the
-opponent's modifier, rolls both sides as one notation (`1d20-1d20`: the actor's dice, then the
-opponent's subtracted) and its `value` is the actor's value minus the opponent's; `natural` says
-what natural faces did ("natural 20: stepped up from Success") and `stepped_from` names the band the
-value found before. `chances` (derived from dice.json, not stored) is each band's exact chance at the
-moment of the roll, `[{"label", "result", "critical", "probability"}]`, with `exact` false for an
-estimate; null for other rolls, or when the world's dice.json is not at hand.
-`from_earlier_attempt` says a round's roll was rolled by an earlier attempt at it that did not
-finish (it failed, or its process stopped), and came back to the attempt that did (gm.engine._earlier_rolls).
-`integrity` carries what `gm audit --file` needs to check the story with no database: every roll in
-chain order (failed attempts' too), the dice.json copied into the story, the characters'
-modifiers, and a fair story's seeds (each `seed` null until revealed).
-
-The stored roll (`gm.store.records.RollRecord`, and its copies inside a round) names two fields
-differently: `check_key` is `check` here and `line` is `dice`. Up to version 0.1 the library's
-`RoundResult.rolls` were those stored dicts; they are now `RollPublic`, named as the transcript
-and the API always named them.
+`gm show --json`, the web API and its event stream all use them, built from the stored rows here
+and nowhere else (named in families, as full-stack-fastapi-template names them: `Story` is a table
+in `gm.store.records`, `StoryPublic` is what anyone outside sees of it). The rows are read through
+the protocols below (`StoredRound`, `StoredStory`, `StoredSeed`), so this module knows no database.
+Every field is described in docs/transcript.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from gm.rules.card_odds import roll_chances
+from gm.rules.checks import Check
 from gm.world.calendar import story_time
+from gm.world.definition import World
 
-if TYPE_CHECKING:
-    from gm.rules.checks import Check
-    from gm.store.records import RollRecord, RoundRecord, SeedRecord, Story
-    from gm.world.definition import World
+
+class StoredRound(Protocol):
+    """What a round's shape is built from: the store's row of it (`gm.store.records.RoundRecord`)."""
+
+    number: int
+    player_text: str
+    narration: str
+    outcomes: list[dict[str, Any]]
+    rolls: list[dict[str, Any]]
+    refusals: list[str]
+    judgement: dict[str, Any] | None
+    clock: int | None
+
+
+class StoredStory(Protocol):
+    """What a story's shape is built from: the store's row of it (`gm.store.records.Story`)."""
+
+    id: str
+    title: str
+    created_at: datetime
+    rounds: int
+    settings: dict[str, Any]
+    fair: bool
+    clock: int | None
+    world_data: dict[str, Any]
+    ended_at: datetime | None
+
+
+class StoredSeed(Protocol):
+    """What a seed's shape is built from: the store's row of it (`gm.store.records.SeedRecord`)."""
+
+    epoch: int
+    commitment: str
+    seed: str
+    first_roll: int
+    last_roll: int | None
+    committed_at: datetime
+    revealed_at: datetime | None
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -108,9 +97,19 @@ def _chances(data: Mapping[str, Any], check: Check | None) -> list[ChancePublic]
     """Each band's chance for a check roll as it was rolled (target, modifiers, edge), or None."""
     if check is None or data.get("kind") != "check":
         return None
-    from gm.rules.card_odds import roll_chances  # the odds need the rules; this module only shapes data
-
-    return roll_chances(check, data)
+    chances = roll_chances(check, data)
+    if chances is None:
+        return None
+    return [
+        ChancePublic(
+            label=chance.label,
+            result=chance.result,
+            critical=chance.critical,
+            probability=chance.probability,
+            exact=chance.exact,
+        )
+        for chance in chances
+    ]
 
 
 class RollPublic(BaseModel):
@@ -155,7 +154,7 @@ class RollPublic(BaseModel):
 
     @classmethod
     def from_stored(
-        cls, stored: Mapping[str, Any] | RollRecord, world: World | None = None, *, unfinished: Collection[str] = ()
+        cls, stored: Mapping[str, Any] | BaseModel, world: World | None = None, *, unfinished: Collection[str] = ()
     ) -> RollPublic:
         """A roll from its record, or from the copy of it a round or memory keeps; `world` names the check,
         and a roll rolled by one of the `unfinished` attempts (failed, or cut short) is marked as such."""
@@ -247,7 +246,7 @@ class RoundPublic(BaseModel):
     time: str | None = None  # the same in words, on the world's calendar
 
     @classmethod
-    def from_record(cls, record: RoundRecord, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
+    def from_record(cls, record: StoredRound, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
         """A round from its record; `unfinished` are the story's attempts that failed or never finished."""
         return cls(
             number=record.number,
@@ -314,7 +313,7 @@ class StoryPublic(BaseModel):
     )
 
     @classmethod
-    def from_record(cls, story: Story, commitment: str | None = None) -> StoryPublic:
+    def from_record(cls, story: StoredStory, commitment: str | None = None) -> StoryPublic:
         judge: Literal["on", "off"] = "off" if story.settings.get("judge") == "off" else "on"
         return cls(
             id=story.id,
@@ -347,7 +346,7 @@ class SeedPublic(BaseModel):
     revealed_at: str | None = None
 
     @classmethod
-    def from_record(cls, record: SeedRecord) -> SeedPublic:
+    def from_record(cls, record: StoredSeed) -> SeedPublic:
         revealed = record.revealed_at is not None
         return cls(
             epoch=record.epoch,

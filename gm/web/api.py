@@ -20,13 +20,12 @@ from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gm.engine.commands import RollDice, Say, SetDice, Simple, parse_command
-from gm.engine.paused import NOTHING_WAITING, question_of, refuse_if_waiting
-from gm.engine.round import NOTHING_TO_REGENERATE, RoundEvents, RoundPaused, RoundResult
+from gm.engine.results import RoundEvents, RoundPaused, RoundResult
 from gm.engine.transcript import story_public, transcript
 from gm.engine.typed_dice import read_faces
-from gm.errors import BrokenWorld, Conflict, GmError, UsageError
+from gm.errors import BrokenWorld, Conflict, GmError, RoundWaiting, UsageError
 from gm.integrity.secret import refuse_if_ended
-from gm.store import Story
+from gm.store import NOTHING_TO_REGENERATE, NOTHING_WAITING, Story, waiting_sentence
 from gm.transcript.shapes import StoryPublic, TranscriptPublic
 from gm.web.schemas import (
     EVENT_STREAM,
@@ -157,7 +156,7 @@ async def send_faces(story_id: str, body: FacesIn, app: ServiceDep, token: Token
 async def stream_faces(story_id: str, body: FacesIn, app: ServiceDep, token: TokenDep) -> EventStream:
     """The faces, with the rest of the round as server-sent events; faces that do not answer are a 400 before it."""
     await app.check_token(story_id, token)
-    question = await app.game.store.off_loop(question_of, app.game.store, story_id)
+    question = await app.game.store.off_loop(app.game.store.question, story_id)
     if question is None:
         raise Conflict(NOTHING_WAITING)
     read_faces(body.faces, question)  # a wrong answer is a 400 before any stream starts
@@ -202,7 +201,8 @@ def streamable(app: Service, story_id: str, token: str | None, regenerating: boo
     if regenerating and story.rounds == 0:
         raise Conflict(NOTHING_TO_REGENERATE)
     refuse_if_ended(story)
-    refuse_if_waiting(app.game.store, story.id)
+    if (question := app.game.store.question(story.id)) is not None:
+        raise RoundWaiting(waiting_sentence(question))
     return story
 
 

@@ -17,7 +17,7 @@ through each: that was most of a round's p99. What is done once the app is built
   since and is still alive (a few thousand objects: a pause of a few ms), and every generation every
   `FULL_SECONDS`. What outlives a young collection is then freed by reference counting, never walked
   again before the full collection: a round's objects make no cycle (the tests hold that, e.g.
-  tests/test_server_process.py), so the garbage the older generations keep meanwhile is small.
+  tests/web/test_server_process.py), so the garbage the older generations keep meanwhile is small.
 
 Taking turns. A server's database work runs in worker threads (gm.store._workers) while the event loop runs
 HTTP and the model calls; they share the GIL. A worker lets the GIL go at every SQLite or PostgreSQL

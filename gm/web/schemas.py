@@ -2,7 +2,7 @@
 
 Every error the API answers is `{"error": "<one sentence>"}` (`ErrorOut`), whatever its status, and
 each route documents the statuses it can answer (`errors(...)`): the fuzz test
-(tests/test_api_fuzz.py) holds the server to this description. The statuses are mapped from gm's
+(tests/web/test_api_fuzz.py) holds the server to this description. The statuses are mapped from gm's
 errors in one place, `gm.web._errors`; 400 for a Host this server does not answer to and 413 for a
 body over 64 KB come from the request guards in `gm.web._limits`, before any route.
 """

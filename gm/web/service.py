@@ -11,9 +11,8 @@ from pathlib import Path
 
 from gm._lru import LRU
 from gm.engine.game import Game
-from gm.errors import BrokenWorld, NotFound, Unauthorized
-from gm.problems import ProblemsError
-from gm.store import Story, StoryNotFound
+from gm.errors import BrokenWorld, NotFound, ProblemsError, StoryNotFound, Unauthorized
+from gm.store import Story
 from gm.world.definition import WORLD_FILE, World
 from gm.world.loading import LoadedWorlds
 

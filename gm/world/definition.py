@@ -28,11 +28,12 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
-from gm.errors import UsageError
-from gm.problems import Problem, ProblemsError, document_order, member_path, schema_problems, text_problems
-from gm.rules.checks import Check, Rules, parse_rules
-from gm.rules.checks import validate as validate_dice
+from gm.errors import CharacterCannotRoll, ProblemsError, UnknownCharacter, UnknownCheck
+from gm.problems import Problem, document_order, member_path, schema_problems, text_problems
+from gm.rules.checks import Check, Rules
 from gm.rules.coverage import coverage_problems
+from gm.rules.validation import parse_rules
+from gm.rules.validation import validate as validate_dice
 from gm.world.calendar import Calendar, calendar_from_data, calendar_problems
 
 MAX_MODIFIER = 1_000_000  # as for a notation's constants and a target, so a roll's value always fits its column
@@ -55,32 +56,6 @@ class Character:
     @property
     def is_player(self) -> bool:
         return self.role == "player"
-
-
-class UnknownCharacter(UsageError, KeyError):
-    """A character name the world does not know; the message lists the names it does."""
-
-    def __str__(self) -> str:
-        # KeyError would show the message in quotes, as if it were the missing key itself.
-        return str(self.args[0])
-
-
-class CharacterCannotRoll(UsageError, ValueError):
-    """A check whose modifier variable the character lacks, or has as something other than a whole number."""
-
-    def __init__(self, check: Check, character: Character) -> None:
-        self.check_key = check.key
-        self.character = character.name
-        self.variable = check.modifier or ""
-        value = character.variables.get(self.variable)
-        if value is None:
-            message = f"check '{check.key}' cannot be rolled for {character.name}, who has no number variable"
-            super().__init__(f"{message} '{self.variable}'")
-        else:
-            super().__init__(
-                f"check '{check.key}' cannot be rolled for {character.name}, whose variable '{self.variable}'"
-                f" is {value!r}, not a whole number"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +99,9 @@ class World:
         return modifier_for(check, character)
 
     def check(self, key: str) -> Check:
-        """The check `key` of dice.json, or a KeyError listing the checks there are."""
+        """The check `key` of dice.json, or `UnknownCheck` listing the checks there are."""
         if self.rules is None:
-            raise KeyError(f"there is no check '{key}'; this world has no dice.json, so it has no checks")
+            raise UnknownCheck(f"there is no check '{key}'; this world has no dice.json, so it has no checks")
         return self.rules[key]
 
 
@@ -137,9 +112,10 @@ def modifier_for(check: Check, character: Character) -> int:
     """
     if check.modifier is None:
         return 0
-    value = whole_number(character.variables.get(check.modifier))
+    given = character.variables.get(check.modifier)
+    value = whole_number(given)
     if value is None:
-        raise CharacterCannotRoll(check, character)
+        raise CharacterCannotRoll(check.key, character.name, check.modifier, given)
     return value
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from gm._lru import LRU
-from gm.problems import Problem, ProblemsError, read_json, read_regular
-from gm.rules.checks import Rules, parse_rules, validate
+from gm.errors import ProblemsError
+from gm.problems import Problem, read_json, read_regular
+from gm.rules.checks import Rules
+from gm.rules.validation import parse_rules, validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, World, validate_world, world_from_data
 
 

@@ -6,7 +6,7 @@ database thread. Almost every call a model makes is valid, so `compile_schema` t
 a predicate that answers True exactly when jsonschema (Draft 2020-12, no format assertions) finds
 no error in the arguments and every text in them can be stored (`gm._text.unstorable`). On False
 the caller asks jsonschema for the errors and words the first one as before (`gm.engine.tools.running`), so which
-calls are refused, and the sentences saying why, stay jsonschema's. tests/test_argcheck.py
+calls are refused, and the sentences saying why, stay jsonschema's. tests/engine/test_argcheck.py
 compares the two on generated arguments, valid and not.
 
 Only the keywords gm's tool schemas use are compiled: `type` (one of object, array, string,

@@ -6,6 +6,7 @@ every round of it (gm.world._cache); `gm.engine.tools.running` runs the calls.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,8 @@ from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
 from gm.engine.referee import MAX_NARRATION
 from gm.engine.tools._argcheck import Check, compile_schema
 from gm.engine.tools.tabletop import roll_check_properties
+from gm.errors import ModelRetry
+from gm.problems import describe, json_depth, text_problems
 from gm.world._cache import PerWorld
 from gm.world.calendar import advance_time_schema
 from gm.world.definition import World
@@ -167,3 +170,38 @@ def _reveal_roll_schema() -> dict[str, Any]:
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def read_arguments(name: str, raw: Any, check: ArgumentCheck) -> dict[str, Any]:
+    """A tool call's arguments as a dict, checked against its schema; `ModelRetry` says what is wrong with them."""
+    too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw, parse_constant=_no_constant) if raw.strip() else {}
+        except json.JSONDecodeError as error:
+            raise ModelRetry(
+                f"the arguments of {name} are not valid JSON ({error.msg} at column {error.colno}); send a JSON object"
+            ) from None
+        except RecursionError:
+            raise too_deep from None
+    if not isinstance(raw, dict):
+        raise ModelRetry(f"the arguments of {name} must be a JSON object")
+    # Valid, every text storable, and so no deeper than MAX_DEPTH: nothing to say. (The quick check
+    # descends no deeper than its schema, so it may look before the depth is known.)
+    if check.accepts is not None and check.accepts(raw):
+        return raw
+    if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
+        raise too_deep
+    problems = sorted(check.validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
+    if problems:
+        first = problems[0]
+        where = ".".join(str(part) for part in first.absolute_path) or "arguments"
+        raise ModelRetry(f"{name}: {where}: {describe(first)}")
+    for problem in text_problems(raw):  # a NUL, which PostgreSQL cannot store: refused the same on SQLite
+        raise ModelRetry(f"{name}: {problem.path.removeprefix('$.')}: {problem.message}")
+    return raw
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON, though Python's parser takes them."""
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)

@@ -1,4 +1,9 @@
-"""The tools the model sees (roll_check, roll_dice, advance_time, narrate): what calling them does.
+"""The tools the model sees (roll_check, roll_dice, reveal_roll, advance_time, narrate): what calling them does.
+
+Each tool declares where it runs (`TOOLS`): on the database's worker thread, for a tool that writes or
+looks up a roll, or on the event loop. The round (gm.engine._machine) runs a model message's calls in
+order, off the loop when any of them needs the database. narrate only proposes an ending: the
+referee (gm.engine.referee) and the judge decide on it, as states of the round of their own.
 
 advance_time is offered only in a world with a calendar (see `gm.world.calendar`): it moves the round's
 clock on, which the round stores as the time it ended at.
@@ -13,45 +18,36 @@ Their schemas, and the validators of their arguments, are in `gm.engine.tools.of
 
 from __future__ import annotations
 
-import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from gm import dice
 from gm.dice.result import Roll, sum_line
 from gm.engine._earlier_rolls import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
 from gm.engine.prompt import CheckFact, check_fact_text
-from gm.engine.referee import Outcome, Result, RollKind, RoundRoll, referee
-from gm.engine.tools.offered import MAX_DEPTH as MAX_DEPTH
-from gm.engine.tools.offered import (
-    MAX_REASON as MAX_REASON,  # the schemas live in gm.engine.tools.offered; re-exported here
-)
-from gm.engine.tools.offered import MAX_TARGET as MAX_TARGET
-from gm.engine.tools.offered import ArgumentCheck, argument_checks
-from gm.engine.tools.offered import tool_schemas as tool_schemas
+from gm.engine.referee import Outcome, Refusal, Result, RollKind, RoundRoll, referee
+from gm.engine.tools.offered import argument_checks, read_arguments
 from gm.engine.tools.tabletop import edge_asked, opponent_of
 from gm.engine.typed_dice import FacesNeeded, question_for
-from gm.errors import ModelRetry
+from gm.errors import CharacterCannotRoll, CheckRollError, ModelRetry
 from gm.models.completion import strip_reasoning
-from gm.problems import describe, json_depth, shown, text_problems
+from gm.problems import shown
 from gm.rules.chances import certain, refusal
-from gm.rules.checks import CheckRollError, opposed_modifier, read_value
+from gm.rules.checks import opposed_modifier, read_value
 from gm.rules.naturals import read_roll
 from gm.store import RollRecord
 from gm.world.calendar import advance, duration_text
-from gm.world.definition import CharacterCannotRoll, World
+from gm.world.definition import World
 
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
-# The tools that read or write the database (a roll written, a roll looked up and revealed); the others are pure.
-DATABASE_TOOLS = frozenset({"roll_check", "roll_dice", "reveal_roll"})
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
 
 
 @dataclass(frozen=True, slots=True)
 class Narration:
-    """An ending the referee accepted."""
+    """An ending the game master proposed (narrate, or a plain answer): the narration and its outcomes."""
 
     text: str
     outcomes: tuple[Outcome, ...]
@@ -59,10 +55,27 @@ class Narration:
 
 @dataclass(frozen=True, slots=True)
 class ToolReply:
-    """What one tool call gave back: the JSON the model reads, and, for an accepted narrate, the ending."""
+    """What one tool call gave back: the JSON the model reads, or, for narrate, the ending it proposes (its
+    answer is the referee's and the judge's to give)."""
 
     content: dict[str, Any]
-    ended: Narration | None = None
+    proposed: Narration | None = None
+
+
+class RollLedger(Protocol):
+    """Where a round's tools write and look up rolls: the store, as the round binds it (gm.engine._attempt)."""
+
+    def write(self, record: RollRecord) -> RollRecord:
+        """Write a roll at once, as the next link of its story's chain, and tell whoever listens."""
+        ...
+
+    def find(self, roll_id: int) -> RollRecord | None:
+        """A roll of this story by its id."""
+        ...
+
+    def reveal(self, roll_id: int) -> None:
+        """Write that a secret roll was revealed, at once."""
+        ...
 
 
 @dataclass
@@ -75,10 +88,10 @@ class RoundTools:
     """
 
     world: World
+    ledger: RollLedger
     story_id: str
     attempt_id: str
     round_number: int
-    write_roll: Callable[[RollRecord], RollRecord]
     source: dice.DiceSource | None = None
     earlier: Sequence[RollRecord] = ()
     rolls: list[RollRecord] = field(default_factory=list)
@@ -87,8 +100,6 @@ class RoundTools:
     clock: int | None = None  # the story's time (gm.world.calendar), moved on by advance_time; None without a calendar
     dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.engine.typed_dice)
     typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
-    find_roll: Callable[[int], RollRecord | None] | None = None  # a roll of this story by id (for reveal_roll)
-    reveal: Callable[[int], None] | None = None  # writes a secret roll's reveal at once (gm.integrity.secret)
 
     def next_message(self) -> None:
         """A new message of the model's begins: it has now read the result of every roll so far."""
@@ -99,16 +110,7 @@ class RoundTools:
         checks = argument_checks(self.world)
         if name not in checks:
             raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(checks)}")
-        arguments = _arguments(name, raw_arguments, checks[name])
-        if name == "roll_check":
-            return self.roll_check(arguments)
-        if name == "roll_dice":
-            return self.roll_dice(arguments)
-        if name == "advance_time":
-            return self.advance_time(arguments)
-        if name == "reveal_roll":
-            return self.reveal_roll(arguments)
-        return self.narrate(arguments)
+        return TOOLS[name].run(self, read_arguments(name, raw_arguments, checks[name]))
 
     @property
     def checks_rolled(self) -> bool:
@@ -202,16 +204,15 @@ class RoundTools:
         """Unseal a secret check's roll of this story, so the player sees its card from now on."""
         roll_id = int(arguments["roll"])
         found = next((roll for roll in self.rolls if roll.id == roll_id), None)
-        if found is None and self.find_roll is not None:
-            found = self.find_roll(roll_id)
+        if found is None:
+            found = self.ledger.find(roll_id)
         rules = self.world.rules
         if found is None:
             raise ModelRetry(f"there is no roll {roll_id} in this story")
         key = str(found.check_key)
         if found.kind != "check" or rules is None or key not in rules or not rules[key].secret:
             raise ModelRetry(f"roll {roll_id} is not a secret check's roll; the player already sees it")
-        if self.reveal is not None:
-            self.reveal(roll_id)
+        self.ledger.reveal(roll_id)
         return ToolReply({"revealed": roll_id, "band": found.band, "result": found.result})
 
     def advance_time(self, arguments: dict[str, Any]) -> ToolReply:
@@ -236,7 +237,7 @@ class RoundTools:
 
     def _write(self, kind: Literal["check", "dice", "player"], rolled: Roll, reason: str, **fields: Any) -> RollRecord:
         """Write one roll of this attempt at once (it is durable before the model hears of it), and keep it."""
-        record = self.write_roll(
+        record = self.ledger.write(
             RollRecord(
                 story_id=self.story_id,
                 attempt_id=self.attempt_id,
@@ -267,18 +268,42 @@ class RoundTools:
         return [check_fact(record, self.world) for record in replayed]
 
     def narrate(self, arguments: dict[str, Any]) -> ToolReply:
+        """Propose the round's ending; the referee rules on it next (`refusals`)."""
         outcomes = tuple(
             Outcome(str(item["character"]), item["result"], item.get("roll")) for item in arguments["outcomes"]
         )
-        facts = [round_roll(record, record.id in self.told) for record in self.rolls]
-        names = [character.name for character in self.world.characters]
         # The story keeps no reasoning, even where a model wrote its thinking into the narration itself.
         narration = strip_reasoning(str(arguments["narration"])).strip()
-        refusals = referee(facts, outcomes, narration, names)
-        if refusals:
-            reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
-            raise ModelRetry(f"narrate was refused: {reasons} Call narrate again.")
-        return ToolReply({"accepted": True}, ended=Narration(narration, outcomes))
+        return ToolReply({"accepted": True}, proposed=Narration(narration, outcomes))
+
+    def refusals(self, ending: Narration) -> list[Refusal]:
+        """The referee's refusals of a proposed ending, given the round's rolls as the model had read them."""
+        facts = [round_roll(record, record.id in self.told) for record in self.rolls]
+        names = [character.name for character in self.world.characters]
+        return referee(facts, ending.outcomes, ending.text, names)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool the game master can call: what running it does, and whether that reads or writes the database
+    (then it runs on the database's worker thread; otherwise on the event loop)."""
+
+    run: Callable[[RoundTools, dict[str, Any]], ToolReply]
+    on_database: bool
+
+
+TOOLS: dict[str, Tool] = {
+    "roll_check": Tool(RoundTools.roll_check, on_database=True),  # writes the roll
+    "roll_dice": Tool(RoundTools.roll_dice, on_database=True),  # writes the roll
+    "reveal_roll": Tool(RoundTools.reveal_roll, on_database=True),  # looks the roll up, writes the reveal
+    "advance_time": Tool(RoundTools.advance_time, on_database=False),
+    "narrate": Tool(RoundTools.narrate, on_database=False),
+}
+
+
+def needs_database(names: Iterable[str]) -> bool:
+    """Whether any of these tools reads or writes the database (an unknown name needs nothing)."""
+    return any(name in TOOLS and TOOLS[name].on_database for name in names)
 
 
 def player_fact(record: RollRecord) -> str:
@@ -345,38 +370,3 @@ def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
     if repeated:
         content["repeated"] = "this check was already rolled for this character this round; this is that roll"
     return content
-
-
-def _arguments(name: str, raw: Any, check: ArgumentCheck) -> dict[str, Any]:
-    """The call's arguments as a dict; `ModelRetry` says what is wrong with them."""
-    too_deep = ModelRetry(f"the arguments of {name} are nested more than {MAX_DEPTH} deep; send a flat JSON object")
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw, parse_constant=_no_constant) if raw.strip() else {}
-        except json.JSONDecodeError as error:
-            raise ModelRetry(
-                f"the arguments of {name} are not valid JSON ({error.msg} at column {error.colno}); send a JSON object"
-            ) from None
-        except RecursionError:
-            raise too_deep from None
-    if not isinstance(raw, dict):
-        raise ModelRetry(f"the arguments of {name} must be a JSON object")
-    # Valid, every text storable, and so no deeper than MAX_DEPTH: nothing to say. (The quick check
-    # descends no deeper than its schema, so it may look before the depth is known.)
-    if check.accepts is not None and check.accepts(raw):
-        return raw
-    if json_depth(raw) > MAX_DEPTH:  # before anything walks it recursively (validation, messages)
-        raise too_deep
-    problems = sorted(check.validator.iter_errors(raw), key=lambda error: list(error.absolute_path))
-    if problems:
-        first = problems[0]
-        where = ".".join(str(part) for part in first.absolute_path) or "arguments"
-        raise ModelRetry(f"{name}: {where}: {describe(first)}")
-    for problem in text_problems(raw):  # a NUL, which PostgreSQL cannot store: refused the same on SQLite
-        raise ModelRetry(f"{name}: {problem.path.removeprefix('$.')}: {problem.message}")
-    return raw
-
-
-def _no_constant(name: str) -> Any:
-    """NaN and Infinity are not JSON, though Python's parser takes them."""
-    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gm.rules.checks import Check, CheckRollError, Edge
+from gm.errors import CheckRollError
+from gm.rules.checks import Check, Edge
 from gm.world.definition import World
 
 

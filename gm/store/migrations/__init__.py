@@ -7,7 +7,7 @@ database runs the upgrade; one at a time does so, holding a lock for the whole m
 transaction (an advisory lock on PostgreSQL, the write lock of `BEGIN IMMEDIATE` on SQLite), and the
 others then find nothing left to do.
 
-A change to a table in gm/store.py needs a revision here too, or tests/test_migrations.py fails.
+A change to a table in gm/store.py needs a revision here too, or tests/store/test_migrations.py fails.
 To draft one, upgrade a scratch database and let Alembic compare it with the models, then read
 and correct what it wrote (SQLite alters tables through batch operations)::
 

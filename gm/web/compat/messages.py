@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from gm._text import storable
 from gm.engine.transcript import card, opened
-from gm.errors import NotFound, UsageError
+from gm.errors import CompatError, NotFound
 from gm.transcript.shapes import RollPublic
 
 MODEL_PREFIX = "gm/"
@@ -46,10 +46,6 @@ NOTHING_TO_CONTINUE = (
 EDITS_NOTICE = "*(gm: earlier messages of this chat were edited or removed; the story plays on as gm told it.)*"
 
 DiceSetting = Literal["shown", "hidden"]
-
-
-class CompatError(UsageError):
-    """A chat request gm cannot play as it stands; the message is one sentence for the player."""
 
 
 @dataclass(frozen=True, slots=True)

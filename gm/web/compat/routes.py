@@ -25,8 +25,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gm.engine.commands import HELP, Command, RollDice, Say, SetDice, Simple, parse_command
-from gm.engine.round import RoundPaused, RoundResult
-from gm.errors import BrokenWorld, Conflict, GmError, NotFound
+from gm.engine.results import RoundPaused, RoundResult
+from gm.errors import BrokenWorld, CompatError, Conflict, GmError, NotFound
 from gm.store import Story
 from gm.transcript.shapes import RoundPublic
 from gm.web._errors import openai_error, status_for
@@ -36,7 +36,6 @@ from gm.web.compat.messages import (
     LOST_MARKER,
     NOTHING_TO_CONTINUE,
     ChatRequest,
-    CompatError,
     ModelName,
     answer_text,
     dice_card,

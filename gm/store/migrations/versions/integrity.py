@@ -1,9 +1,9 @@
-"""integrity: the hash chain over each story's rolls, and fair stories' seeds (gm.integrity.chain, gm.integrity.fair).
+"""integrity: the hash chain over each story's rolls, and fair stories' seeds (gm.transcript.chain, gm.integrity.fair).
 
 stories gain the chain's length and head, `legacy_rolls`, and a fair story's settings; rolls gain
 their place in the chain (`seq`, unique per story), the hash of the roll before them and a fair roll's
 seed epoch; `seeds` holds fair stories' seeds. Existing stories are chained from their first roll
-onward, in the order their rolls were written, with the hashes gm.integrity.chain defines; their rolls count
+onward, in the order their rolls were written, with the hashes gm.transcript.chain defines; their rolls count
 as legacy rolls (made before a round's rolls were kept across attempts).
 
 Revision ID: integrity
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from gm.integrity.chain import genesis, roll_hash
+from gm.transcript.chain import genesis, roll_hash
 from gm.transcript.shapes import RollPublic
 
 revision: str = "integrity"

@@ -1,0 +1,397 @@
+"""One round as a state machine: open -> ask the model -> run tools -> referee -> judge -> accept | pause | fail.
+
+Each state is a node: a small dataclass whose `run` does one step and returns the next node, or the
+round's end (as pydantic-ai's graph runs `UserPromptNode`, `ModelRequestNode` and `CallToolsNode`).
+
+    Open        take the story's lease, open the attempt, read the past, write the prompt -> AskModel
+    TakeUp      take a round paused for the player's dice up again, with the faces typed -> RunTools(pending)
+    AskModel    call the game master, within the round's bounds -> RunTools | ReadAnswer
+    RunTools    run an answer's tool calls in order -> Referee (at narrate) | Pause (at a check the player
+                rolls) | AskModel (every call run)
+    ReadAnswer  a plain answer ends only a round no check settled -> Referee | AskModel
+    Referee     rule on the proposed ending against the rolls -> Judge | Accept | RunTools(rest) | AskModel
+    Judge       read the narration the player will read -> Accept | RunTools(rest) | AskModel
+    Accept      write the round, and let the lease go (the end: a `RoundResult`)
+    Pause       keep the round for the player's dice, and let the lease go (the end: a `RoundPaused`)
+
+Fail is what any other end is: an error out of any node (the bounds passed, a model unreachable, a lost
+lease, a database that refuses a write, a bug) marks the attempt failed with its model calls (its rolls
+stay), lets the lease go, and reaches the caller as a `GmError` with one sentence. A refusal - the
+referee's, the judge's, a tool's, a plain answer's - goes back to the model, and is counted in one
+place (`AttemptState.refuse`); the round fails once refusals pass `RoundSettings.max_refusals`.
+
+Each tool declares where it runs (gm.engine.tools.running.TOOLS): an answer's calls up to narrate run
+on the database's worker thread in one hand-off when any of them needs it, on the event loop otherwise.
+The lease (gm.engine.lease) is taken by the transaction that opens the attempt, renewed while the round
+runs, and let go by the transaction that accepts or pauses it, or after a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from gm import dice
+from gm.engine._attempt import (
+    AttemptState,
+    Opening,
+    accept,
+    bind,
+    opened_state,
+    paused_record,
+    pending_calls,
+    taken_up_state,
+)
+from gm.engine._model_calls import model_call_from
+from gm.engine.judge import Judge as NarrationJudge
+from gm.engine.lease import RoundLease
+from gm.engine.memory import PAST_WINDOW
+from gm.engine.prompt import JudgedOutcome, JudgeRequest, engine_message
+from gm.engine.referee import Outcome, Result, Telling, judge_refusals
+from gm.engine.results import RoundEvents, RoundPaused, RoundResult
+from gm.engine.settings import RoundSettings
+from gm.engine.tools.offered import tool_schemas
+from gm.engine.tools.running import Narration, needs_database
+from gm.engine.typed_dice import FacesNeeded
+from gm.errors import GmError, ModelRetry, RoundFailed
+from gm.models.client import ChatModel
+from gm.models.completion import ToolCall
+from gm.store import RollRecord, Store
+from gm.transcript.shapes import QuestionPublic
+from gm.world.definition import World
+
+log = logging.getLogger(__name__)
+
+PLAIN_TEXT_REFUSAL = (
+    "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
+    "naming each roll; plain text cannot end this round."
+)
+NOT_RUN = "the round already ended with narrate; this call was not run"
+UNFORESEEN = (
+    "the round could not be finished because of an internal error (it has been logged); nothing was changed, try again"
+)
+STOPPED = "the round was stopped before it ended"
+
+
+@dataclass
+class Round:
+    """What every node of one round reads: the story, its world, the models, the bounds and the lease; and,
+    once the attempt is open, its running state."""
+
+    store: Store
+    story_id: str
+    world: World
+    model: ChatModel
+    settings: RoundSettings
+    judge: NarrationJudge | None
+    lease: RoundLease
+    events: RoundEvents
+    state: AttemptState | None = None
+
+    @property
+    def attempt(self) -> AttemptState:
+        assert self.state is not None  # every node after Open or TakeUp
+        return self.state
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """The round's end: accepted, or paused for the player's dice."""
+
+    value: RoundResult | RoundPaused
+
+
+async def run(start: Node, round: Round) -> RoundResult | RoundPaused:
+    """Run the round from `start` to its end; whatever stops it on the way fails it cleanly (see the module)."""
+    node: Node | End = start
+    try:
+        while not isinstance(node, End):
+            node = await node.run(round)
+    except BaseException as error:
+        if round.state is None:  # nothing opened: the lease, if taken, was let go as the opening failed
+            raise
+        failed = await _failed(round, error)
+        await round.lease.release()
+        raise failed from None
+    await round.lease.stop()
+    return node.value
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """Open a fresh attempt at the round, under the story's lease: everything up to its first model call."""
+
+    opening: Opening
+
+    async def run(self, round: Round) -> Node:
+        round.state = await round.lease.open(_open, round, self.opening)
+        return AskModel()
+
+
+def _open(round: Round, opening: Opening) -> AttemptState:
+    """The attempt opened (one transaction, taking the lease first) and its state built: on the database thread,
+    since the player's own roll, if any, is written as it is rolled."""
+    read = round.store.open_attempt(
+        round.story_id, regenerate=opening.regenerate, lease=round.lease.claim, past=PAST_WINDOW
+    )
+    return opened_state(round.store, round.world, opening, read, round.events)
+
+
+@dataclass(frozen=True, slots=True)
+class TakeUp:
+    """Take a round paused for the player's dice up again, in any process: the check it paused at rolls the
+    typed `faces`, then the rest of the answer it paused in runs."""
+
+    attempt_id: str
+    faces: list[int]
+    source: dice.DiceSource | None
+
+    async def run(self, round: Round) -> Node:
+        round.state, pending = await round.lease.open(_take_up, round, self)
+        return RunTools(pending)
+
+
+def _take_up(round: Round, taking: TakeUp) -> tuple[AttemptState, list[ToolCall]]:
+    taken = round.store.take_paused(round.story_id, taking.attempt_id, round.lease.claim)
+    state = taken_up_state(round.store, round.world, taken, taking.faces, taking.source, round.events)
+    return state, pending_calls(taken.paused)
+
+
+@dataclass(frozen=True, slots=True)
+class AskModel:
+    """Call the game master with the messages so far; the round fails past its bounds, or if the answer is cut."""
+
+    async def run(self, round: Round) -> Node:
+        state, settings = round.attempt, round.settings
+        if len(state.refusals) > settings.max_refusals:
+            raise RoundFailed(
+                f"the game master could not end the round in agreement with the dice after {len(state.refusals)} "
+                "refusals; nothing was changed, try again"
+            )
+        if state.calls_before + state.asked >= settings.max_model_calls:
+            raise RoundFailed(
+                f"the game master did not end the round within {settings.max_model_calls} model calls; try again"
+            )
+        state.events("working", {"call": state.model_calls + 1})
+        completion = await round.model.complete(state.messages, tools=tool_schemas(round.world))
+        state.calls.append(model_call_from(completion, "game_master"))
+        state.asked += 1
+        if completion.finish_reason == "length":
+            raise RoundFailed("the game master's answer was cut off before it ended the round; try again")
+        state.messages.append(completion.raw_message)
+        state.tools.next_message()  # every result sent so far has now been read; this message's are not yet
+        if completion.tool_calls:
+            return RunTools(completion.tool_calls)
+        return ReadAnswer(completion.content)
+
+
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    """Run tool calls in order, each answered with its result; narrate's proposed ending goes to the referee."""
+
+    calls: Sequence[ToolCall]
+
+    async def run(self, round: Round) -> Node:
+        if needs_database(call.name for call in self.calls):
+            return await round.store.off_loop(self.run_calls, round)
+        return self.run_calls(round)
+
+    def run_calls(self, round: Round) -> Node:
+        state = round.attempt
+        for index, call in enumerate(self.calls):
+            try:
+                reply = state.tools.call(call.name, call.arguments)
+            except FacesNeeded as needed:  # a check the player rolls: the round pauses here
+                return Pause(needed.question, list(self.calls[index:]))
+            except ModelRetry as retry:
+                state.refuse(str(retry))
+                _answer(state, call, {"error": str(retry)})
+                continue
+            if reply.proposed is not None:
+                return Referee(reply.proposed, call, tuple(self.calls[index + 1 :]))
+            _answer(state, call, reply.content)
+        return AskModel()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAnswer:
+    """A plain answer: it ends a round in which no check settled anything; otherwise the model is told to narrate."""
+
+    content: str | None
+
+    async def run(self, round: Round) -> Node:
+        state, text = round.attempt, str(self.content or "").strip()
+        if state.tools.checks_rolled:
+            reason = PLAIN_TEXT_REFUSAL
+        elif not text:
+            reason = "Your answer was empty; narrate what happens."
+        else:
+            return Referee(Narration(text, ()), None, ())
+        state.refuse(reason)
+        state.messages.append(engine_message(reason))
+        return AskModel()
+
+
+@dataclass(frozen=True, slots=True)
+class Referee:
+    """Rule on a proposed ending (narrate's, or a plain answer's) against the round's rolls: pure, no I/O.
+
+    `call` is narrate's call (None for a plain answer), answered here or by the judge; `rest` are the calls
+    after it in the same answer, run only if the ending is refused."""
+
+    ending: Narration
+    call: ToolCall | None
+    rest: tuple[ToolCall, ...]
+
+    async def run(self, round: Round) -> Node:
+        state = round.attempt
+        refusals = state.tools.refusals(self.ending)
+        if refusals:
+            if self.call is None:
+                return _refused(round, " ".join(r.reason for r in refusals) + "; answer again.", None, ())
+            reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
+            return _refused(round, f"narrate was refused: {reasons} Call narrate again.", self.call, self.rest)
+        settled = _settled(self.ending, state)
+        if settled and round.judge is not None and state.judged:
+            return Judge(self.ending, self.call, self.rest, tuple(settled))
+        return _accepted(round, self.ending, self.call, self.rest)
+
+
+@dataclass(frozen=True, slots=True)
+class Judge:
+    """Read the narration the player will read: it must tell each rolled outcome as rolled (gm.engine.judge)."""
+
+    ending: Narration
+    call: ToolCall | None
+    rest: tuple[ToolCall, ...]
+    settled: tuple[tuple[Outcome, RollRecord], ...]
+
+    async def run(self, round: Round) -> Node:
+        state, world = round.attempt, round.world
+        assert round.judge is not None
+        asked = tuple(
+            JudgedOutcome(outcome.character, _check_name(world, roll), str(roll.band), str(roll.result), roll.critical)
+            for outcome, roll in self.settled
+        )
+        judgement = await round.judge.judge(JudgeRequest(self.ending.text, asked))
+        for call in judgement.calls:
+            record = model_call_from(call.completion, "judge")
+            record.structured = call.mode
+            state.calls.append(record)
+        tellings = [
+            Telling(o.character, o.check, o.band, cast(Result, o.result), verdict.told_as, verdict.quote)
+            for o, verdict in zip(asked, judgement.verdicts)
+        ]
+        refusals = judge_refusals(tellings)
+        if refusals:
+            reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
+            return _refused(round, f"narrate was refused: {reasons} Call narrate again.", self.call, self.rest)
+        state.judgement = {
+            "model": judgement.model,
+            "verdicts": [
+                {"character": v.character, "told_as": v.told_as, "quote": v.quote} for v in judgement.verdicts
+            ],
+        }
+        return _accepted(round, self.ending, self.call, self.rest)
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """Write the accepted round, fenced on the lease, which the same transaction lets go."""
+
+    ending: Narration
+
+    async def run(self, round: Round) -> End:
+        round.lease.ending = True
+        work = (accept, round.store, round.story_id, round.world, round.attempt, self.ending, round.lease.holder)
+        return End(await round.store.off_loop(*work))
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Keep the round for the player's dice: the calls from the check it paused at on are run when they come."""
+
+    question: QuestionPublic
+    pending: list[ToolCall] = field(default_factory=list)
+
+    async def run(self, round: Round) -> End:
+        state = round.attempt
+        kept = paused_record(round.story_id, state, self.question, self.pending)
+        calls = bind(state.calls, round.story_id, state.attempt_id)
+        round.lease.ending = True
+        await round.store.off_loop(round.store.keep_paused, kept, calls, round.lease.holder)
+        return End(RoundPaused(story_id=round.story_id, asking=self.question))
+
+
+Node = Open | TakeUp | AskModel | RunTools | ReadAnswer | Referee | Judge | Accept | Pause
+
+
+def _answer(state: AttemptState, call: ToolCall, content: dict[str, Any]) -> None:
+    """Answer one tool call, in the order the calls came."""
+    state.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content)})
+
+
+def _refused(round: Round, reason: str, call: ToolCall | None, rest: tuple[ToolCall, ...]) -> Node:
+    """The proposed ending refused: the reason is narrate's answer (or, for a plain answer, the engine's note),
+    and the calls after narrate run; then the model is asked again."""
+    state = round.attempt
+    state.refuse(reason)
+    if call is not None:
+        _answer(state, call, {"error": reason})
+    else:
+        state.messages.append(engine_message(reason))
+    return RunTools(rest) if rest else AskModel()
+
+
+def _accepted(round: Round, ending: Narration, call: ToolCall | None, rest: tuple[ToolCall, ...]) -> Node:
+    """The ending stands: narrate is answered, the calls after it are not run, and the round is accepted."""
+    state = round.attempt
+    if call is not None:
+        _answer(state, call, {"accepted": True})
+        for later in rest:
+            _answer(state, later, {"error": NOT_RUN})
+    state.events("narration", {"text": ending.text})
+    return Accept(ending)
+
+
+def _settled(ending: Narration, state: AttemptState) -> list[tuple[Outcome, RollRecord]]:
+    """The ending's outcomes that settle a check roll (not void), each with its roll: what the judge reads."""
+    rolls = {roll.id: roll for roll in state.tools.rolls if roll.kind == "check" and not roll.void}
+    return [(outcome, rolls[outcome.roll]) for outcome in ending.outcomes if outcome.roll in rolls]
+
+
+def _check_name(world: World, roll: RollRecord) -> str:
+    if world.rules is not None and roll.check_key in world.rules:
+        return world.rules[str(roll.check_key)].name
+    return str(roll.check_key)
+
+
+async def _failed(round: Round, error: BaseException) -> BaseException:
+    """Mark the attempt failed with its model calls, and return the error to raise in place of `error`.
+
+    A `GmError` is raised as it is; any other error is logged and becomes a `RoundFailed`, so no traceback
+    reaches a player and no web request answers 500; a round cancelled or interrupted is marked and stopped
+    all the same. A database that cannot even mark the attempt is logged too: the story's next round marks
+    it abandoned (`Store.open_attempt`).
+    """
+    state = round.attempt
+    raised: BaseException
+    if isinstance(error, GmError):
+        sentence, raised = str(error), error
+    elif isinstance(error, Exception):
+        log.error("round attempt %s failed unforeseen", state.attempt_id, exc_info=error)
+        sentence, raised = UNFORESEEN, RoundFailed(UNFORESEEN)
+    else:  # cancelled, interrupted, exiting: marked, and stopped all the same
+        sentence, raised = STOPPED, error
+    calls = bind(state.calls, round.story_id, state.attempt_id)
+    try:
+        await asyncio.shield(round.store.off_loop(round.store.fail_attempt, state.attempt_id, sentence, list(calls)))
+    except Exception:
+        log.exception(
+            "attempt %s could not be marked failed; the story's next round marks it abandoned", state.attempt_id
+        )
+    return raised

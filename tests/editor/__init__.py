@@ -1,0 +1,1 @@
+"""Tests of gm.editor (the world editor, in editor/)."""

@@ -1,0 +1,10 @@
+"""Folders of the repository the tests read: the sample worlds, OpenAI's schemas, and the root itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+SAMPLE_WORLDS = REPOSITORY / "worlds"
+OPENAI_SCHEMAS = REPOSITORY / "tests" / "openai"  # OpenAI's chat-completion request and response schemas
+ARTIFACTS = REPOSITORY / "tests" / "artifacts"  # screenshots the browser tests leave (ignored by git)
