@@ -17,12 +17,6 @@ from typing import NoReturn
 
 from gm import __version__, dice
 from gm._text import visible
-from gm.cli._audit import add_audit_subcommands
-from gm.cli._check import add_check_subcommand
-from gm.cli._edit import add_edit_subcommand
-from gm.cli._model import add_model_subcommands
-from gm.cli._serve import add_serve_subcommand
-from gm.cli._story import add_story_subcommands
 from gm.errors import CheckRollError, GmError, UsageError
 from gm.rules.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
 from gm.rules.checks import Check, Edge, opposed_modifier
@@ -35,7 +29,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; for `command` "roll" or "odds", those two alone, so that the dice
+    commands do not import the engine, the store and the web server they never use (a second of start-up)."""
     parser = _Parser(prog="gm", description="A game master whose dice are rolled by code.")
     parser.add_argument("--version", action="version", version=f"gm {__version__}")
     subcommands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -72,6 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     odds.add_argument("--exact", action="store_true", help="with --json: every probability as an exact fraction")
     odds.set_defaults(run=run_odds)
+    if command in ("roll", "odds"):
+        return parser
+
+    from gm.cli._audit import add_audit_subcommands
+    from gm.cli._check import add_check_subcommand
+    from gm.cli._edit import add_edit_subcommand
+    from gm.cli._model import add_model_subcommands
+    from gm.cli._serve import add_serve_subcommand
+    from gm.cli._story import add_story_subcommands
 
     add_check_subcommand(subcommands)
     add_story_subcommands(subcommands)
@@ -85,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code."""
     try:
-        arguments = build_parser().parse_args(argv)
+        given = list(sys.argv[1:] if argv is None else argv)
+        arguments = build_parser(given[0] if given else None).parse_args(given)
         code: int = arguments.run(arguments)
         return code
     except GmError as error:  # bad input, a broken world file, a model that is not configured...

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gm.engine.commands import HELP, Command, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.results import RoundPaused, RoundResult
-from gm.errors import CompatError, Conflict, GmError, NotFound, StoryBusy
+from gm.errors import BrokenWorld, CompatError, Conflict, GmError, NotFound, StoryBusy
 from gm.store import FORKED_FROM, Story
 from gm.transcript.shapes import RoundPublic
 from gm.web._errors import openai_error, status_for
@@ -112,7 +112,7 @@ def list_models(app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     for name in app.world_names():
         try:
             app.world(name)
-        except NotFound:  # a world failing its check cannot be played, so it is no model
+        except (NotFound, BrokenWorld):  # a world failing its check cannot be played, so it is no model
             continue
         data += [_model(model_id(name)), _model(model_id(name) + ":hidden")]
     return {"object": "list", "data": data}
