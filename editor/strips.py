@@ -85,6 +85,12 @@ class Strip:
     samples: int | None
     caption: str
     title: str = ""  # "With advantage: 2d20kh1" for an edge's strip
+    error_bound: float = 0.0  # an estimate's bound on the error of each band's chance (gm.dice.Odds.error)
+
+    @property
+    def error(self) -> str:
+        """An estimate's error bound as percentage points: "±1.70 points"."""
+        return f"\u00b1{self.error_bound * 100:.2f} points"
 
     @property
     def void_percent(self) -> str:
@@ -182,6 +188,7 @@ def _strip(check: Check, edge: Edge | None, target: int | None, modifier: int, c
         result.dice.samples,
         caption + (", naturals applied" if check.naturals else ""),
         title,
+        result.dice.error,
     )
 
 

@@ -5,6 +5,7 @@
     │   │                       editor that cannot be carried out as asked
     │   ├── NotFound            no such story or world (or not one the caller may open)
     │   │   └── StoryNotFound   no story has that id
+    │   ├── BrokenWorld         a world that exists but fails its check (the API answers 422)
     │   ├── Unauthorized        a token is missing or wrong
     │   ├── Conflict            the request does not fit the state it meets
     │   │   ├── NotFair         a seed asked of a story that does not use fair dice
@@ -87,6 +88,7 @@ __all__ = [
     "AmbiguousStory",
     "AuditCommandError",
     "BandGapError",
+    "BrokenWorld",
     "ChainMoved",
     "CharacterCannotRoll",
     "CheckRollError",
@@ -146,6 +148,10 @@ class UsageError(GmError):
 
 class NotFound(UsageError):
     """No such story or world (or not one the caller may open)."""
+
+
+class BrokenWorld(UsageError):
+    """A world that exists but fails its check, so it cannot be played (the API answers 422)."""
 
 
 class StoryNotFound(NotFound, LookupError):

@@ -95,7 +95,7 @@ def test_a_world_holding_a_nul_is_a_problem_gm_check_reports(tmp_path: Path) -> 
 def test_a_world_holding_a_nul_is_not_offered_by_the_server(store: Store, worlds: Path) -> None:
     write_world(worlds / "broken", {**HARBOR_WORLD, "title": "Broken\u0000"})
     with served_app(store, worlds, []) as (client, _):
-        assert client.post("/api/stories", json={"world": "broken"}).status_code == 404
+        assert client.post("/api/stories", json={"world": "broken"}).status_code == 422
         listed = {world["name"]: world for world in client.get("/api/worlds").json()}
         assert listed["harbour"]["problem"] is None
         assert "U+0000" in listed["broken"]["problem"]

@@ -47,8 +47,8 @@ def run_check(arguments: argparse.Namespace) -> int:
             problems = check_world(path)
             checked = " and ".join(files.names) + ("" if files.dice else f" (no {DICE_FILE}, so no checks)")
         except ProblemsError as error:
-            if len(paths) == 1:
-                raise  # one line on stderr, exit 2: nothing else was asked for
+            if len(paths) == 1 and not arguments.json:
+                raise  # one line on stderr, exit 2: nothing else was asked for (--json reports it as JSON, exit 1)
             problems, checked = error.problems, "nothing it could read"
         reports.append({"path": path, "problems": problems, "checked": checked})
     failed = [report for report in reports if _errors(report["problems"])]

@@ -8,7 +8,7 @@
 Fraction(1, 6)
 """
 
-from gm.dice.bounds import bounds
+from gm.dice.bounds import bounds, spans
 from gm.dice.odds import Odds, estimate_cost, odds
 from gm.dice.parser import parse
 from gm.dice.result import DiceRoll, Roll
@@ -19,12 +19,13 @@ from gm.dice.roller import (
     check_successes,
     for_one_roll,
     random_source,
+    replay,
     require_dice,
     roll,
     seeded_source,
     system_source,
 )
-from gm.dice.tree import Constant, Dice, Expression, Keep
+from gm.dice.tree import Constant, Dice, Explode, Expression, FaceSet, Keep, Reroll, Successes
 from gm.errors import DiceError, DiceLimitError, DiceSyntaxError
 
 __all__ = [
@@ -35,12 +36,16 @@ __all__ = [
     "DiceRoll",
     "DiceSource",
     "DiceSyntaxError",
+    "Explode",
     "Expression",
+    "FaceSet",
     "GivenFaces",
     "Keep",
     "Odds",
     "PerRollSource",
+    "Reroll",
     "Roll",
+    "Successes",
     "bounds",
     "check_successes",
     "estimate_cost",
@@ -48,8 +53,10 @@ __all__ = [
     "odds",
     "parse",
     "random_source",
+    "replay",
     "require_dice",
     "roll",
     "seeded_source",
+    "spans",
     "system_source",
 ]

@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Protocol, cast, runtime_checkable
 
+from gm.dice._chains import MAX_REROLLS
 from gm.dice.parser import parse
 from gm.dice.result import Roll
-from gm.dice.tree import Constant, Expression
+from gm.dice.tree import Constant, Dice, Expression
 from gm.errors import DiceError
 
 DiceSource = Callable[[int, int], list[int]]
@@ -105,6 +106,8 @@ def roll(
         source = _SYSTEM if seed is None else seeded_source(seed)
     if hit is not None:
         check_successes(expression, hit)
+    if not expression.plain:
+        return _roll_terms(expression, [source] * len(expression.dice), hit)
     total = expression.constant
     successes = 0
     rolled: list[tuple[int, ...]] = []
@@ -124,6 +127,116 @@ def roll(
     return Roll(expression, tuple(rolled), total, hit, successes)
 
 
+def replay(notation: str | Expression, faces: Sequence[Sequence[int]], *, hit: int | None = None) -> Roll:
+    """The roll that `faces` (one list a dice term, in the order rolled, as a `Roll` keeps them) make of
+    `notation`; a `DiceError` in one sentence when they are not what it rolls."""
+    expression = notation if isinstance(notation, Expression) else parse(notation)
+    if hit is not None:
+        check_successes(expression, hit)
+    if len(faces) != len(expression.dice):
+        wanted = len(expression.dice)
+        raise DiceError(expression.text, f"{len(faces)} lists of faces were given, expected one for each of {wanted}")
+    sources = [GivenFaces(given) for given in faces]
+    result = _roll_terms(expression, list(sources), hit)
+    for term, source in zip(expression.dice, sources):
+        if source.left_over:
+            raise DiceError(
+                expression.text,
+                f"{term.text} at column {term.column} rolled {source.used} faces, but {len(source.faces)} were given",
+            )
+    return result
+
+
+def _roll_terms(expression: Expression, sources: list[DiceSource], hit: int | None) -> Roll:
+    """A roll of any notation, each dice term with its own source (the same one, when rolling).
+
+    Rerolled and exploding dice are rolled without building their chains (`roll_term` does that when a
+    roll is itemised), in exactly the order `roll_term` draws, so that the stored faces read back alike."""
+    total = expression.constant
+    successes = 0
+    rolled: list[tuple[int, ...]] = []
+    for term, source in zip(expression.dice, sources):
+        if term.plain:
+            faces = tuple(source(term.count, term.sides))
+            rolled.append(faces)
+            kept: Sequence[int] = faces if term.keep is None else sorted(faces)[term.kept_slice]
+            subtotal = sum(kept)
+            if hit is not None:
+                successes += sum(1 for face in kept if face >= hit)
+        else:
+            flat, totals, standing = _quick_term(term, source)
+            rolled.append(tuple(flat))
+            kept = totals if term.keep is None else sorted(totals)[term.kept_slice]
+            counting = term.successes
+            if counting is None:
+                subtotal = sum(kept)
+            elif term.counts_each_roll:  # every roll counts; keep is refused with `!` counts
+                subtotal = sum(map(counting.value, standing))
+            else:
+                subtotal = sum(map(counting.value, kept))
+            if hit is not None:
+                counted_faces = standing if term.counts_each_roll else kept
+                successes += sum(1 for face in counted_faces if face >= hit)
+        total += -subtotal if term.negative else subtotal
+    if hit is None:
+        return Roll(expression, tuple(rolled), total)
+    return Roll(expression, tuple(rolled), total, hit, successes)
+
+
+def _quick_term(term: Dice, source: DiceSource) -> tuple[list[int], list[int], list[int]]:
+    """One rerolled, exploding, counted or Fudge term: its faces in the order rolled (as `roll_term` draws
+    them), each die's value, and the standing face of every roll."""
+    sides = term.sides
+    flat = source(term.count, sides)
+    drawn = _rerolled(term, flat, flat, source) if term.reroll is not None else flat
+    explode = term.explode
+    if explode is None:
+        return flat, ([face - 2 for face in drawn] if term.fudge else drawn), drawn
+    low, high = explode.faces.low, explode.faces.high
+    pending = [die for die, face in enumerate(drawn) if low <= face <= high]
+    if not pending:  # the common roll: nothing exploded
+        return flat, drawn, drawn
+    flat = list(flat)
+    totals = list(drawn)
+    standing = list(drawn)
+    for _ in range(explode.cap):
+        again = source(len(pending), sides)
+        flat += again
+        if term.reroll is not None:
+            again = _rerolled(term, again, flat, source)
+        for die, face in zip(pending, again):
+            totals[die] += face
+        standing += again
+        pending = [die for die, face in zip(pending, again) if low <= face <= high]
+        if not pending:
+            break
+    return flat, totals, standing
+
+
+def _rerolled(term: Dice, drawn: list[int], flat: list[int], source: DiceSource) -> list[int]:
+    """The faces that stand once the reroll is done with `drawn`; the faces rolled again join `flat`."""
+    reroll = term.reroll
+    assert reroll is not None
+    low, high = reroll.faces.low, reroll.faces.high
+    asking = [index for index, face in enumerate(drawn) if low <= face <= high]
+    if not asking:
+        return drawn
+    standing = list(drawn)
+    times = 0
+    while asking:
+        again = source(len(asking), term.sides)
+        flat += again
+        for index, face in zip(asking, again):
+            standing[index] = face
+        times += 1
+        if reroll.once:
+            break
+        if times > MAX_REROLLS:
+            raise DiceError(term.text, f"a die was rerolled {times} times; the dice source is not random")
+        asking = [index for index in asking if low <= standing[index] <= high]
+    return standing
+
+
 def check_successes(expression: Expression, hit: int) -> None:
     """Refuse notation that cannot be read as successes: constants, subtracted dice, an unreachable hit."""
     for term in expression.terms:
@@ -137,9 +250,34 @@ def check_successes(expression: Expression, hit: int) -> None:
                 expression.text,
                 f"a successes reading counts dice, so the subtracted dice at column {term.column} have no place",
             )
-    largest = max(term.sides for term in expression.dice)
+        if term.successes is not None:
+            raise DiceError(
+                expression.text,
+                f"{term.text} at column {term.column} counts its own successes, so a successes reading with a "
+                "hit has no place; read its total instead",
+            )
+        if term.fudge:
+            raise DiceError(
+                expression.text,
+                f"Fudge dice are read as their total, so the successes reading of {term.text} at column "
+                f"{term.column} has no place",
+            )
+        if term.counts_each_roll and term.keep is not None:
+            raise DiceError(
+                expression.text,
+                f"{term.text} at column {term.column} counts every exploding roll, so it cannot also keep or drop "
+                "dice; compound the explosions with '!!' to count one value a die",
+            )
+    largest = max(_highest_face(term) for term in expression.dice)
     if isinstance(hit, bool) or not isinstance(hit, int) or not 1 <= hit <= largest:
         raise DiceError(expression.text, f"hit {hit} can never be rolled, expected a face from 1 to {largest}")
+
+
+def _highest_face(term: Dice) -> int:
+    """The highest face a successes reading can compare: a compounded die's highest sum, else its sides."""
+    if term.explode is not None and term.explode.compound:
+        return term.die_high
+    return max(term.settled_faces())
 
 
 def require_dice(expression: Expression) -> None:

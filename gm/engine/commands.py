@@ -76,7 +76,8 @@ def parse_command(line: str) -> Command | None:
         raise CommandError(f"the line {problem}, which a story cannot store; type it again without it")
     if not text.startswith("/"):
         return Say(text)
-    name, _, rest = text[1:].partition(" ")
+    # Any whitespace ends the command's name: "/roll" then a tab is /roll, not a command "roll\t2d6".
+    name, _, rest = text[1:].replace("\t", " ").partition(" ")
     name, rest = name.lower(), rest.strip()
     if name == "roll":
         return RollDice(text, _player_roll(rest))

@@ -116,10 +116,9 @@ def _recompute(
         expression = dice.parse(roll.notation)
     except dice.DiceError as error:
         return [f"its notation does not parse ({error})"]
-    shapes = [(term.count, term.sides) for term in expression.dice]
-    if [len(faces) for faces in roll.faces] != [count for count, _ in shapes] or any(
-        not 1 <= face <= sides for faces, (_, sides) in zip(roll.faces, shapes) for face in faces
-    ):
+    try:  # faces in the order rolled, rerolls and explosions included, exactly as many as the notation rolls
+        dice.replay(expression, roll.faces)
+    except dice.DiceError:
         return [f"its faces {roll.faces} are not what {roll.notation} rolls"]
     check = None
     edge = None
@@ -131,7 +130,7 @@ def _recompute(
         if wrong is not None:
             return [wrong]
     hit = check.hit_read if check is not None else None
-    again = dice.roll(expression, dice.GivenFaces([face for faces in roll.faces for face in faces]), hit=hit)
+    again = dice.replay(expression, roll.faces, hit=hit)
     report.recomputed += 1
     found = []
     if again.total != roll.total:

@@ -7,7 +7,9 @@ The recipe (a player can redo it with nothing but SHA-256 and HMAC):
 - The key is the seed's bytes; if the player gave a seed of their own when the story started, the key
   is HMAC-SHA256(seed bytes, "gm-player-seed:" + the player's seed in UTF-8) instead.
 - Roll number R of the story (1, 2, 3...: its place in the story's chain, `seq` in the transcript) and
-  die I of that roll (0, 1, 2...: its dice in the order the notation writes them, dropped dice too)
+  die I of that roll (0, 1, 2...: its dice in the order the notation writes them, dropped dice too;
+  within a term, one face for every die, then each reroll and each explosion in the order rolled, as
+  docs/dice-notation.md says; a Fudge die is derived as a d3 whose faces 1, 2, 3 read -, 0, +)
   read HMAC-SHA256(key, "gm-dice:" story id ":" R ":" I ":" B) for B = 0, 1, 2...: each digest is
   eight 32-bit big-endian words, and the first word w below 2^32 - (2^32 mod S) gives the face
   w mod S + 1 of an S-sided die. Words at or above that limit are skipped (rejection sampling), so
@@ -88,14 +90,11 @@ def _face(key: bytes, prefix: bytes, sides: int) -> int:
 
 
 def derive_faces(key: bytes, story_id: str, roll: int, notation: str | dice.Expression) -> list[list[int]]:
-    """All the faces of one roll of `notation`, term by term, as a roll stores them."""
+    """All the faces of one roll of `notation`, term by term, as a roll stores them: the roll made again
+    with the derived faces, so rerolls and explosions take their faces exactly as the roll did."""
     expression = notation if isinstance(notation, dice.Expression) else dice.parse(notation)
-    faces: list[list[int]] = []
-    die = 0
-    for term in expression.dice:
-        faces.append([face(key, story_id, roll, die + index, term.sides) for index in range(term.count)])
-        die += term.count
-    return faces
+    rolled = dice.roll(expression, FairDice(key, story_id, roll, 0).start_roll())
+    return [list(faces) for faces in rolled.faces]
 
 
 class FairDice:

@@ -192,11 +192,16 @@ def certain(check: Check, target: int | None = None, modifier: int = 0, edge: Ed
     Raises `gm.rules.checks.CheckRollError` when the check needs a target and has none, or the reverse.
     """
     low, high = check.reachable_for(edge)
-    ends = read_value(check, low, target, modifier), read_value(check, high, target, modifier)
-    first, last = min(ends), max(ends)
-    if any(first <= turn < last for turn in _turns(check)):
+    outcomes = set()
+    for start, end in check.spans_for(edge):  # values the dice skip (1d6! never reads 6) decide nothing
+        ends = read_value(check, start, target, modifier), read_value(check, end, target, modifier)
+        first, last = min(ends), max(ends)
+        if any(first <= turn < last for turn in _turns(check)):
+            return None
+        outcomes.add(_outcome(check, first))
+    if len(outcomes) > 1:
         return None
-    result = _outcome(check, first)
+    (result,) = outcomes
     if check.naturals and _naturals_can_change(check, target, modifier, edge, result):
         return None
     return Certain(check, target, modifier, (low, high), result, edge)

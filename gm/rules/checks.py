@@ -121,6 +121,11 @@ class Check:
         Every value between them can occur (see `gm.dice.bounds`)."""
         return dice.bounds(self.rolled(edge), self.hit_read)
 
+    def spans_for(self, edge: Edge | None = None) -> tuple[tuple[int, int], ...]:
+        """Every value `rolled(edge)` can give under this reading, before any modifier, as disjoint stretches
+        (rerolled and exploding dice can skip values; see `gm.dice.spans`)."""
+        return _spans(self.rolled(edge).text, self.hit_read)
+
     @property
     def reachable(self) -> tuple[int, int]:
         """`reachable_for` with no edge."""
@@ -183,6 +188,11 @@ def _opposed_text(actor: str, opponent: str) -> dice.Expression:
 
 def _term_text(term: dice.Dice | dice.Constant) -> str:
     return str(term.value) if isinstance(term, dice.Constant) else term.text
+
+
+@lru_cache(maxsize=1024)  # by text: a check's values are asked for every roll and every gm check
+def _spans(notation: str, hit: int | None) -> tuple[tuple[int, int], ...]:
+    return dice.spans(notation, hit)
 
 
 def band_for(check: Check, value: int) -> Band | None:

@@ -16,7 +16,7 @@ from gm.rules.naturals import reachable_by_naturals
 def coverage_problems(check: Check, path: str, modifier: int = 0, who: str = "") -> list[Problem]:
     """Gaps and unreachable bands of one check; `who` names the character whose `modifier` applies."""
     problems: list[Problem] = []
-    spans = sorted({check.reachable_for(edge) for edge in (None, *check.edges)})
+    spans = sorted({span for edge in (None, *check.edges) for span in check.spans_for(edge)})
     low, high = spans[0][0], max(span[1] for span in spans)
     stepped = _stepped_to(check, spans, modifier)
     for number, band in enumerate(check.bands):

@@ -22,6 +22,7 @@ from itertools import combinations
 
 from gm import dice
 from gm.dice.joint import mask_of
+from gm.rules._labels import label_key
 from gm.rules.checks import Band, Check, Edge, Natural, band_for, ladder, read_value
 
 
@@ -57,9 +58,9 @@ def settle(check: Check, band: Band | None, mask: int) -> Settled:
     if band is None or not triggered:
         return Settled(band)
     names = " and ".join(dict.fromkeys(natural.text for natural in triggered))
-    labels = {candidate.label.strip().casefold(): candidate for candidate in check.bands}
+    labels = {label_key(candidate.label): candidate for candidate in check.bands}
     goto = next(
-        (labels[n.band.strip().casefold()] for n in triggered if n.band and n.band.strip().casefold() in labels),
+        (labels[label_key(n.band)] for n in triggered if n.band and label_key(n.band) in labels),
         None,
     )
     if goto is not None:
@@ -88,10 +89,10 @@ def reachable_by_naturals(check: Check, rolled: set[int]) -> set[int]:
     triggers is assumed possible: this is for warnings, where erring toward "reachable" is safe)."""
     rungs = ladder(check)
     found: set[int] = set()
-    labels = {band.label.strip().casefold(): index for index, band in enumerate(check.bands)}
+    labels = {label_key(band.label): index for index, band in enumerate(check.bands)}
     for natural in check.naturals:
-        if natural.band is not None and natural.band.strip().casefold() in labels:
-            found.add(labels[natural.band.strip().casefold()])
+        if natural.band is not None and label_key(natural.band) in labels:
+            found.add(labels[label_key(natural.band)])
     steps = [natural.step for natural in check.naturals if natural.band is None]
     sums = {sum(chosen) for size in range(1, len(steps) + 1) for chosen in combinations(steps, size)}
     for index in rolled:

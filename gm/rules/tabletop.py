@@ -13,6 +13,7 @@ from typing import Any
 
 from gm import dice
 from gm.problems import Problem
+from gm.rules._labels import label_key
 from gm.rules.checks import Natural, opposed_expression
 
 
@@ -43,7 +44,7 @@ def table_problems(raw: dict[str, Any], path: str, expression: dice.Expression |
                 problems.append(
                     Problem(f"{path}.dice", f"an opposed check rolls {parsed.text} against {expression.text}: {error}")
                 )
-    labels = {band["label"].strip().casefold() for band in raw.get("bands", [])}
+    labels = {label_key(band["label"]) for band in raw.get("bands", [])}
     for number, natural in enumerate(raw.get("naturals", [])):
         where = f"{path}.naturals[{number}]"
         shows = [term for parsed in variants for term in parsed.dice if _can_show(term, natural)]
@@ -54,7 +55,7 @@ def table_problems(raw: dict[str, Any], path: str, expression: dice.Expression |
                     f"{where}.face", f"no kept {die} of this check can show {natural['face']}, so it never triggers"
                 )
             )
-        if "band" in natural and natural["band"].strip().casefold() not in labels:
+        if "band" in natural and label_key(natural["band"]) not in labels:
             known = ", ".join(f"'{band['label']}'" for band in raw.get("bands", []))
             problems.append(
                 Problem(
@@ -67,9 +68,11 @@ def table_problems(raw: dict[str, Any], path: str, expression: dice.Expression |
 
 
 def _can_show(term: dice.Dice, natural: dict[str, Any]) -> bool:
-    if "sides" in natural and natural["sides"] != term.sides:
+    """Whether a die of `term` can show the natural's face: a natural reads a die's first roll as it
+    stands (after rerolls), and Fudge dice have no numbered faces to watch."""
+    if term.fudge or ("sides" in natural and natural["sides"] != term.sides):
         return False
-    return bool(natural["face"] <= term.sides)
+    return natural["face"] in term.settled_faces()
 
 
 def _opposed(actor: dice.Expression, opponent: dice.Expression) -> dice.Expression:

@@ -1,9 +1,11 @@
 """dice.json read and checked: every problem at once, then the `Rules` built from it.
 
 Errors: anything the schema refuses, duplicate keys, bad notation, a successes check without `hit`
-or with constants or subtracted dice, `min` above `max`, repeated band labels, and an `absolute`
-check with a reachable value in no band. Warnings: bands no value can reach, and stretches of
-values in no band of an `over`/`under` check (a roll landing there is void). The table rules' own
+or with constants or subtracted dice, `min` above `max`, repeated band labels (compared trimmed,
+case-folded and in Unicode's composed form), and an `absolute` check with a reachable value in no
+band. Warnings: bands no value can reach, stretches of values in no band of an `over`/`under` check
+(a roll landing there is void), and a check whose bands all give one result (no roll of it can ever
+be made: the game master is refused every time). The table rules' own
 problems are `gm.rules.tabletop`'s; band coverage is `gm.rules.coverage`'s. No I/O beyond reading
 the schema shipped in the package.
 """
@@ -16,6 +18,7 @@ from typing import Any
 from gm import dice
 from gm.errors import ProblemsError
 from gm.problems import Problem, SchemaCheck, document_order, shipped_schema, text_problems
+from gm.rules._labels import label_key
 from gm.rules.checks import Band, Check, Rules
 from gm.rules.coverage import coverage_problems
 from gm.rules.tabletop import build_table, table_problems
@@ -77,7 +80,26 @@ def _check_problems(raw: Any, path: str, schema_ok: bool) -> list[Problem]:
     problems.extend(table)
     if expression is not None and reading_ok and not any(problem.severity == "error" for problem in table):
         problems.extend(coverage_problems(_build_check(raw, expression), path))
+    problems.extend(_one_result_problems(raw, path))
     return problems
+
+
+def _one_result_problems(raw: dict[str, Any], path: str) -> list[Problem]:
+    """A check whose bands all give one result: every roll of it is certain, so the game master is refused
+    each time (`gm.rules.chances.certain`), and the check can never be rolled."""
+    bands = raw.get("bands")
+    results = {band.get("result") for band in bands if isinstance(band, dict)} if isinstance(bands, list) else set()
+    if len(results) != 1 or not isinstance(raw.get("key"), str):
+        return []
+    (result,) = results
+    return [
+        Problem(
+            f"{path}.bands",
+            f"every band of check '{raw['key']}' gives the result '{result}', so no roll can change the outcome "
+            "and the game master is refused every roll of it; give some band another result",
+            "warning",
+        )
+    ]
 
 
 def _band_problems(bands: Any, path: str) -> list[Problem]:
@@ -96,7 +118,7 @@ def _band_problems(bands: Any, path: str) -> list[Problem]:
         label = band.get("label")
         if not isinstance(label, str) or not label.strip():
             continue
-        folded = label.strip().casefold()
+        folded = label_key(label)
         if folded in labels:
             message = f"the label '{label}' is already used by bands[{labels[folded]}]"
             problems.append(Problem(f"{band_path}.label", message))

@@ -32,6 +32,7 @@ from gm.store.records import (
     SeedRecord,
     Story,
 )
+from gm.transcript.shapes import as_utc
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +120,7 @@ class StoryTables(Tables):
             if found is None:
                 raise StoryNotFound(story_id)
             held = found["lease_holder"] is not None and found["lease_expires"] is not None
-            if held and not force and _aware(found["lease_expires"]) > now:
+            if held and not force and as_utc(found["lease_expires"]) > now:
                 raise StoryBusy("a round of this story is being played right now; delete it when that round is done")
             forks = list((found["settings"] or {}).get("forks") or [])
             if forks and (kept := connection.execute(sql_select(STORIES.c.id).where(STORIES.c.id.in_(forks))).first()):
@@ -167,11 +168,6 @@ class StoryTables(Tables):
     def release_lease(self, story_id: str, holder: str) -> None:
         with self.transaction() as connection:
             connection.execute(_RELEASE, {"story": story_id, "holder": holder})
-
-
-def _aware(moment: datetime) -> datetime:
-    """A time read back from the database, in UTC (SQLite hands back naive times)."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 STORIES = table_of(Story)

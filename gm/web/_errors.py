@@ -14,12 +14,23 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from gm.errors import Conflict, GmError, NotFound, OperatorError, PlayError, StoryBusy, Unauthorized, UsageError
+from gm.errors import (
+    BrokenWorld,
+    Conflict,
+    GmError,
+    NotFound,
+    OperatorError,
+    PlayError,
+    StoryBusy,
+    Unauthorized,
+    UsageError,
+)
 
 # Looked up along the error's class hierarchy, most precise first.
 STATUS: dict[type[GmError], int] = {
     Unauthorized: 401,
     NotFound: 404,
+    BrokenWorld: 422,
     Conflict: 409,
     UsageError: 400,
     StoryBusy: 409,

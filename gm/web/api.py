@@ -23,7 +23,7 @@ from gm.engine.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.results import RoundEvents, RoundPaused, RoundResult
 from gm.engine.transcript import story_public, transcript
 from gm.engine.typed_dice import read_faces
-from gm.errors import Conflict, GmError, NotFound, RoundWaiting, UsageError
+from gm.errors import BrokenWorld, Conflict, GmError, RoundWaiting, UsageError
 from gm.integrity.secret import refuse_if_ended
 from gm.store import NOTHING_TO_REGENERATE, NOTHING_WAITING, Story, waiting_sentence
 from gm.transcript.shapes import StoryPublic, TranscriptPublic
@@ -81,7 +81,7 @@ def list_worlds(app: ServiceDep) -> list[WorldOut]:
     for name in app.world_names():
         try:
             world = app.world(name)
-        except NotFound as error:  # a world failing its check is listed, but not offered
+        except BrokenWorld as error:  # a world failing its check is listed, but not offered
             listed.append(WorldOut(name=name, title=name, premise="", players=[], checks=0, problem=str(error)))
             continue
         players = [character.name for character in world.players]

@@ -12,7 +12,7 @@ from typing import Any
 
 from gm._lru import LRU
 from gm.engine.game import Game
-from gm.errors import NotFound, ProblemsError, StoryNotFound, Unauthorized
+from gm.errors import BrokenWorld, NotFound, ProblemsError, StoryNotFound, Unauthorized
 from gm.store import Story
 from gm.world.definition import WORLD_FILE, World
 from gm.world.loading import LoadedWorlds
@@ -61,7 +61,7 @@ class Service:
         try:
             return self._worlds.load(self.worlds_dir / name)
         except ProblemsError as error:
-            raise NotFound(f"the world '{name}' fails its check: {error}") from None
+            raise BrokenWorld(f"the world '{name}' fails its check: {error}") from None
 
     def start(
         self,

@@ -231,13 +231,20 @@ def test_estimate_of_successes() -> None:
     assert_close(estimate, odds(expression, 5))
 
 
-def test_estimate_is_used_for_huge_keeps_within_the_default_budget() -> None:
-    estimate = odds("100d1000kh50", samples=500)
-    assert estimate.exact is False and estimate.samples == 500
-    assert sum(estimate.counts) == estimate.denominator == 500
-    assert 50 <= estimate.lowest <= estimate.highest <= 50_000
-    # The kept half of 100 d1000 averages about three quarters of 1000 per die.
-    assert 50 * 650 < estimate.mean < 50 * 850
+def test_huge_keep_is_exact_within_the_default_budget() -> None:
+    # 100d1000kh50 is the hardest keep within the limits; icepool and dyce cannot finish it, so its mean is
+    # checked against an independent formula: the top k of n dice add up to the sum over faces v of
+    # min(k, N_v), N_v being how many dice show v or more (binomial), here in integers over 1000 ** 100.
+    result = odds("100d1000kh50")
+    assert result.exact and result.denominator == 1000**100
+    assert sum(result.counts) == result.denominator
+    assert (result.lowest, result.highest) == (50, 50_000)
+    n, k, m = 100, 50, 1000
+    ways_at_least = 0
+    for v in range(1, m + 1):
+        up, down = m - v + 1, v - 1
+        ways_at_least += sum(min(k, j) * math.comb(n, j) * up**j * down ** (n - j) for j in range(n + 1))
+    assert result.mean == Fraction(ways_at_least, m**n)
 
 
 # Properties: exact odds are a distribution over exactly the reachable totals.

@@ -275,7 +275,7 @@ def test_a_check_no_character_can_roll_is_a_warning(tmp_path: Path) -> None:
         "use": "Pure chance.",
         "dice": "1d6",
         "modifier": "fortune",
-        "bands": [{"label": "Any", "result": "partial"}],
+        "bands": [{"label": "Low", "max": 3, "result": "failed"}, {"label": "High", "min": 4, "result": "partial"}],
     }
     data = dice_json(brawl(), luck)
     assert errors_of(world_json(), data) == []
@@ -370,7 +370,16 @@ def test_a_folder_with_dice_json_only_is_checked_as_dice_json(tmp_path: Path) ->
     folder = tmp_path / "rules-only"
     folder.mkdir()
     (folder / "dice.json").write_text(
-        json.dumps(dice_json(brawl(bands=[{"label": "Miss", "max": 6, "result": "failed"}])))
+        json.dumps(
+            dice_json(
+                brawl(
+                    bands=[
+                        {"label": "Miss", "max": 3, "result": "failed"},
+                        {"label": "Graze", "min": 4, "max": 6, "result": "partial"},
+                    ]
+                )
+            )
+        )
     )
     [problem] = check_world(folder)
     assert (problem.file, problem.path) == ("dice.json", "$.checks[0].bands") and "7 to 12" in problem.message

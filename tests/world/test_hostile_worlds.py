@@ -60,7 +60,7 @@ def test_a_deeply_nested_world_is_listed_as_broken_and_the_others_still_are(stor
         assert "nested" in by_name["deep"]["problem"]
         page = client.get("/")
         assert page.status_code == 200 and "The Harbour Job" in page.text and "cannot be played" in page.text
-        assert client.post("/api/stories", json={"world": "deep"}).status_code == 404
+        assert client.post("/api/stories", json={"world": "deep"}).status_code == 422
     with TestClient(create_editor(worlds), base_url=BASE) as editor:
         index = editor.get("/")
         assert index.status_code == 200, index.text

@@ -308,8 +308,7 @@ def needs_database(names: Iterable[str]) -> bool:
 
 def player_fact(record: RollRecord) -> str:
     """A player's roll in words, such as "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1"."""
-    faces = [face for term in record.faces for face in term]
-    rolled = dice.roll(record.notation, dice.GivenFaces(faces))  # the same roll again, from its stored faces
+    rolled = dice.replay(record.notation, record.faces)  # the same roll again, from its stored faces
     purpose = f" for '{record.reason}'" if record.reason else ""
     return f"{record.character} rolled {record.notation}{purpose}: {sum_line(rolled)}"
 

@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gm._text import storable
+from gm.engine.commands import Command, RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.prompt import notes_fact as notes_fact
 from gm.engine.transcript import card, opened
-from gm.errors import CompatError, NotFound
+from gm.errors import CompatError, GmError, NotFound
 from gm.transcript.shapes import RollPublic
 
 MODEL_PREFIX = "gm/"
@@ -349,3 +350,34 @@ def told_as_stored(told: Told, player_text: str, narration: str) -> bool:
 def task_answer(title: str) -> str:
     """A short answer to an Open WebUI background task, in the JSON each of its tasks reads, with no round played."""
     return json.dumps({"title": title, "tags": [], "follow_ups": [], "queries": []})
+
+
+START = object()  # `/start` (or `/begin`): a chat's first answer without a round, so every answer has a marker
+
+
+def chat_command(text: str) -> Command | object:
+    """What the player's message asks for: a command of the terminal chat, `/start`, or words (`!roll` is `/roll`)."""
+    line = player_command_text(text)
+    if line.lower() in ("/start", "/begin"):
+        return START
+    command = parse_command(line)
+    if command is None:
+        raise CompatError("the player's message is empty")
+    return command
+
+
+def plays_no_round(command: Command | object) -> bool:
+    """`/start`, `/dice ...` and the commands answered without the game master (all but `/regenerate`)."""
+    if command is START or isinstance(command, SetDice):
+        return True
+    return isinstance(command, Simple) and command.name != "regenerate"
+
+
+def is_command(text: str) -> bool:
+    """A player's message that played no round of its own: a command, or a rewrite request ("Add Details")."""
+    if " ".join(text.lower().split()).rstrip(".!") in REWRITES:
+        return True
+    try:
+        return not isinstance(chat_command(text), Say | RollDice)
+    except GmError:
+        return True
