@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pydantic_settings import BaseSettings
 
 ToolsMode = Literal["native", "prompted", "auto"]
+LogFormat = Literal["text", "json"]
 TOOLS_MODES: tuple[ToolsMode, ...] = get_args(ToolsMode)
 MEMORY_BATCH_MAX = 8  # rounds in one memory call at most (each round's text is up to 6,000 characters)
 MEMORY_BATCH_DEFAULT = 4  # one more than the rounds the prompt shows verbatim (gm.engine.memory says why)
@@ -62,6 +63,15 @@ def _tools(text: str) -> ToolsMode:
         if mode == known:
             return known
     raise ModelNotConfigured(f"GM_TOOLS must be native, prompted or auto, not {mode!r}.")
+
+
+def _log_format(text: str) -> LogFormat | None:
+    chosen = text.strip().lower()
+    if chosen in ("text", "json"):
+        return "text" if chosen == "text" else "json"
+    if not chosen:
+        return None
+    raise SettingsError(f"GM_LOG_FORMAT must be text or json, not {text[:40]!r}")
 
 
 def _memory_batch(text: str) -> int | None:
@@ -231,6 +241,35 @@ class Settings:
         5.0,
         "`gm serve`: how often a running round renews its lease; at least twice per lease.",
         _seconds("GM_HEARTBEAT_SECONDS"),
+    )
+    log_format: LogFormat = _setting(
+        "GM_LOG_FORMAT",
+        "text",
+        "`gm serve`: `text` (lines for people) or `json` (one object per line, with the story and round where"
+        " known; docs/operations.md). `--log-format` overrides it.",
+        _log_format,
+    )
+    drain_seconds: float = _setting(
+        "GM_DRAIN_SECONDS",
+        30.0,
+        "`gm serve`: after SIGTERM, how long rounds in flight may take to finish before they are stopped (and"
+        " failed cleanly); no new round starts meanwhile.",
+        _seconds("GM_DRAIN_SECONDS"),
+    )
+    metrics_token: str | None = _setting(
+        "GM_METRICS_TOKEN",
+        None,
+        "`gm serve`: when set, `/metrics` (Prometheus) answers to `Authorization: Bearer <GM_METRICS_TOKEN>`;"
+        " unset, `/metrics` is off (404).",
+        _as_given,
+        secret=True,
+    )
+    metrics_dir: Path | None = _setting(
+        "PROMETHEUS_MULTIPROC_DIR",
+        None,
+        "Set by `gm serve --workers N` for its workers (prometheus-client's multiprocess folder, made and removed"
+        " by the parent); not for people.",
+        _path,
     )
     serve_worker_arguments: str | None = _setting(
         "GM_SERVE_WORKER_ARGUMENTS",

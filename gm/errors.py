@@ -35,8 +35,9 @@
     │   │   ├── ChainMoved      a fair roll's place in the story's chain was taken meanwhile
     │   │   ├── JudgeFailed     the judge gave no usable verdict on the narration
     │   │   └── RehearsalStuck  the rehearsal stand-in's own ending was refused
-    │   └── StoryBusy           another round of the story is being played right now
-    │       └── LeaseBusy       (signal) the story's lease is held; retried, then told as StoryBusy
+    │   ├── StoryBusy           another round of the story is being played right now
+    │   │   └── LeaseBusy       (signal) the story's lease is held; retried, then told as StoryBusy
+    │   └── ServerStopping      the server is draining before it stops: no new round starts (503)
     ├── OperatorError           for whoever runs gm: gm cannot work as it is set up
     │   ├── SettingsError       a setting that cannot be used (a GM_* variable, a flag, a settings field)
     │   ├── PromptsError        the prompts folder lacks a prompt, or holds an unusable one
@@ -120,6 +121,7 @@ __all__ = [
     "RoundFailed",
     "RoundWaiting",
     "ScriptError",
+    "ServerStopping",
     "SettingsError",
     "StaleFile",
     "StoryBusy",
@@ -405,6 +407,12 @@ class LeaseBusy(StoryBusy):
 
     def __init__(self) -> None:
         super().__init__("another round of this story is being played right now; try again when it is done")
+
+
+class ServerStopping(PlayError):
+    """The server is draining before it stops (`gm serve` got SIGTERM): rounds in flight finish, no new one starts.
+
+    The web API answers 503 with `Retry-After`; another server behind the same proxy can play the round."""
 
 
 # For whoever runs gm.

@@ -256,6 +256,12 @@ def _serve(subcommands: Subcommands[Any]) -> None:
     add_tools_argument(serve)
     add_judge_argument(serve)
     add_prompts_argument(serve)
+    serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=None,
+        help="log lines for people, or one JSON object per line (default GM_LOG_FORMAT, else text)",
+    )
 
 
 def _edit(subcommands: Subcommands[Any]) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +17,7 @@ from gm.cli._edit import check_port, editor_login, print_login
 from gm.cli._parser import REHEARSAL
 from gm.cli._settings import settings_of
 from gm.cli._story import choose_judge, model_settings
-from gm.config import Settings
+from gm.config import LogFormat, Settings
 from gm.engine.game import Game
 from gm.engine.instructions import use_prompts
 from gm.engine.lease import check_settings
@@ -45,7 +47,9 @@ KEPT_ARGUMENTS = (
     "tools",
     "judge",
     "prompts",
+    "log_format",
 )
+GRACEFUL_SECONDS = 5  # after the drain (gm.web._health), how long uvicorn waits for other requests to end
 
 
 def run_serve(arguments: argparse.Namespace) -> int:
@@ -58,6 +62,8 @@ def run_serve(arguments: argparse.Namespace) -> int:
     """
     settings = settings_of(arguments)
     check_workers(arguments.workers, default_database_url(settings))
+    if settings.drain_seconds < 0:
+        raise SettingsError(f"GM_DRAIN_SECONDS must be 0 or more seconds, not {settings.drain_seconds:g}")
     check_port(arguments.host, arguments.port)
     # Imported here: the web stack is heavy, and no other command needs it.
     import uvicorn
@@ -67,6 +73,8 @@ def run_serve(arguments: argparse.Namespace) -> int:
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     mounted = hosts is not None and arguments.worlds.is_dir()
     login, generated = editor_login(arguments.host, settings, UsageError) if mounted else (None, None)
+    log_format = configure_logging(log_format_of(arguments, settings), settings)
+    metrics_dir: str | None = None
     if arguments.workers == 1:
         app = build_app(arguments, login)
     else:
@@ -75,7 +83,10 @@ def run_serve(arguments: argparse.Namespace) -> int:
         handed = replace(settings, serve_worker_arguments=json.dumps({name: kept[name] for name in KEPT_ARGUMENTS}))
         if generated is not None:
             handed = replace(handed, editor_token=generated)  # every worker asks for the one token printed below
-        handed.export("serve_worker_arguments", "editor_token")
+        if handed.metrics_dir is None:  # the workers count into one folder, which the scrape reads (gm.web._metrics)
+            metrics_dir = tempfile.mkdtemp(prefix="gm-metrics-")
+            handed = replace(handed, metrics_dir=Path(metrics_dir))
+        handed.export("serve_worker_arguments", "editor_token", "metrics_dir")
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     print(f"Serving stories at http://{shown}:{arguments.port}/  (Ctrl+C stops it)")
     if arguments.workers > 1:
@@ -89,26 +100,39 @@ def run_serve(arguments: argparse.Namespace) -> int:
         print(f"The world editor is at http://{shown}:{arguments.port}/editor/")
     print_login(login is not None, generated)
     sys.stdout.flush()
-    if arguments.workers == 1:
-        tune_server_process()  # the app is built: what lives now lives as long as the process (gm.web.process)
-        uvicorn.run(
-            app,
-            host=arguments.host,
-            port=arguments.port,
-            log_level="warning",
-            timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        )
-    else:
-        uvicorn.run(
-            "gm.cli._serve:worker_app",
-            factory=True,
-            workers=arguments.workers,
-            host=arguments.host,
-            port=arguments.port,
-            log_level="warning",
-            timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        )
+    # Plain text: uvicorn's own log set-up, as before; JSON: its lines go to gm's handler (gm.web._logs).
+    logs: dict[str, Any] = {"log_config": None} if log_format == "json" else {}
+    served: dict[str, Any] = {
+        "host": arguments.host,
+        "port": arguments.port,
+        "log_level": "warning",
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        "timeout_graceful_shutdown": GRACEFUL_SECONDS,
+        **logs,
+    }
+    try:
+        if arguments.workers == 1:
+            tune_server_process()  # the app is built: what lives now lives as long as the process (gm.web.process)
+            uvicorn.run(app, **served)
+        else:
+            uvicorn.run("gm.cli._serve:worker_app", factory=True, workers=arguments.workers, **served)
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
+
+
+def log_format_of(arguments: argparse.Namespace, settings: Settings) -> LogFormat:
+    """`--log-format`, else GM_LOG_FORMAT."""
+    chosen = getattr(arguments, "log_format", None)
+    return "json" if chosen == "json" else "text" if chosen == "text" else settings.log_format
+
+
+def configure_logging(log_format: LogFormat, settings: Settings) -> LogFormat:
+    from gm.web._logs import configure_logging as configure
+
+    configure(log_format, settings)
+    return log_format
 
 
 def check_workers(workers: int, database_url: str) -> None:
@@ -124,12 +148,14 @@ def check_workers(workers: int, database_url: str) -> None:
 
 def build_app(arguments: argparse.Namespace, login: Any) -> Any:
     """The web app for one process: its own Game, model client and database engine."""
+    from gm.web._health import Operations
     from gm.web.app import create_app
 
     model = choose_serve_model(arguments)
     hosts = editor_hosts(arguments.host, editor=arguments.editor)
     judging: Literal["on", "off"] = "off" if arguments.judge == "off" else "on"
     settings = settings_of(arguments)
+    metrics = serve_metrics(settings)
     game = Game(
         model,
         Store(default_database_url(settings)),
@@ -138,7 +164,7 @@ def build_app(arguments: argparse.Namespace, login: Any) -> Any:
         judging=judging,
         memory_batch=settings.memory_batch,
     )
-    return create_app(
+    app = create_app(
         game,
         arguments.worlds,
         api_token=settings.api_token,
@@ -147,12 +173,32 @@ def build_app(arguments: argparse.Namespace, login: Any) -> Any:
         editor_login=login,
         api_hosts=allowed_hosts(arguments.host),
     )
+    if metrics is not None:
+        metrics.time_statements(game.store.engine)
+    # Health, readiness, /metrics and the drain on SIGTERM, ahead of the app's routes (gm.web._health).
+    return Operations(
+        app, game, drain_seconds=settings.drain_seconds, metrics=metrics, metrics_token=settings.metrics_token
+    )
+
+
+def serve_metrics(settings: Settings) -> Any:
+    """The process's Prometheus metrics, installed as the engine's observer (gm.web._metrics); None when no
+    GM_METRICS_TOKEN asks for them."""
+    if not settings.metrics_token:
+        return None
+    from gm.engine.observe import observe
+    from gm.web._metrics import Metrics
+
+    metrics = Metrics(settings.metrics_dir)
+    observe(metrics)
+    return metrics
 
 
 def worker_app() -> Any:
     """The app of one `gm serve --workers N` worker, from the options its parent checked (uvicorn's factory)."""
     settings = Settings.from_env()  # what the parent checked and handed down (`Settings.export`)
     arguments = argparse.Namespace(**json.loads(settings.serve_worker_arguments or "{}"), settings=settings)
+    configure_logging(log_format_of(arguments, settings), settings)  # a worker is a fresh interpreter
     arguments.worlds = Path(arguments.worlds)
     use_prompts(arguments.prompts, settings)
     mounted = editor_hosts(arguments.host, editor=arguments.editor) is not None and arguments.worlds.is_dir()

@@ -46,10 +46,12 @@ from gm.engine._attempt import (
     pending_calls,
     taken_up_state,
 )
+from gm.engine._in_flight import ROUND
 from gm.engine._model_calls import model_call_from
 from gm.engine.judge import Judge as NarrationJudge
 from gm.engine.lease import RoundLease
 from gm.engine.memory import PAST_WINDOW
+from gm.engine.observe import observer
 from gm.engine.prompt import JudgedOutcome, JudgeRequest, engine_message
 from gm.engine.referee import Outcome, Result, Telling, judge_refusals
 from gm.engine.results import RoundEvents, RoundPaused, RoundResult
@@ -116,8 +118,10 @@ async def run(start: Node, round: Round) -> RoundResult | RoundPaused:
             raise
         failed = await _failed(round, error)
         await round.lease.release()
+        observer().round_ended("failed", failed)
         raise failed from None
     await round.lease.stop()
+    observer().round_ended("paused" if isinstance(node.value, RoundPaused) else "accepted")
     return node.value
 
 
@@ -129,6 +133,7 @@ class Open:
 
     async def run(self, round: Round) -> Node:
         round.state = await round.lease.open(_open, round, self.opening)
+        _where(round.state)
         return AskModel()
 
 
@@ -151,8 +156,16 @@ class TakeUp:
     source: dice.DiceSource | None
 
     async def run(self, round: Round) -> Node:
-        round.state, pending = await round.lease.open(_take_up, round, self)
+        state, pending = await round.lease.open(_take_up, round, self)
+        round.state = state
+        _where(state)
         return RunTools(pending)
+
+
+def _where(state: AttemptState) -> None:
+    """The round's number, for log lines written while it runs (gm.engine._in_flight.ROUND)."""
+    if (where := ROUND.get()) is not None:
+        where["round"] = state.number
 
 
 def _take_up(round: Round, taking: TakeUp) -> tuple[AttemptState, list[ToolCall]]:
@@ -209,6 +222,7 @@ class RunTools:
                 return Pause(needed.question, list(self.calls[index:]))
             except ModelRetry as retry:
                 state.refuse(str(retry))
+                observer().refused("tool")
                 _answer(state, call, {"error": str(retry)})
                 continue
             if reply.proposed is not None:
@@ -232,6 +246,7 @@ class ReadAnswer:
         else:
             return Referee(Narration(text, ()), None, ())
         state.refuse(reason)
+        observer().refused("plain_answer")
         state.messages.append(engine_message(reason))
         return AskModel()
 
@@ -252,9 +267,10 @@ class Referee:
         refusals = state.tools.refusals(self.ending)
         if refusals:
             if self.call is None:
-                return _refused(round, " ".join(r.reason for r in refusals) + "; answer again.", None, ())
+                return _refused(round, " ".join(r.reason for r in refusals) + "; answer again.", None, (), "referee")
             reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
-            return _refused(round, f"narrate was refused: {reasons} Call narrate again.", self.call, self.rest)
+            refused = f"narrate was refused: {reasons} Call narrate again."
+            return _refused(round, refused, self.call, self.rest, "referee")
         settled = _settled(self.ending, state)
         if settled and round.judge is not None and state.judged:
             return Judge(self.ending, self.call, self.rest, tuple(settled))
@@ -286,10 +302,12 @@ class Judge:
             Telling(o.character, o.check, o.band, cast(Result, o.result), verdict.told_as, verdict.quote)
             for o, verdict in zip(asked, judgement.verdicts)
         ]
+        for telling in tellings:
+            observer().judged(str(telling.told_as), telling.told_as == telling.result)
         refusals = judge_refusals(tellings)
         if refusals:
             reasons = " ".join(f"({index}) {refusal.reason}." for index, refusal in enumerate(refusals, 1))
-            return _refused(round, f"narrate was refused: {reasons} Call narrate again.", self.call, self.rest)
+            return _refused(round, f"narrate was refused: {reasons} Call narrate again.", self.call, self.rest, "judge")
         state.judgement = {
             "model": judgement.model,
             "verdicts": [
@@ -335,11 +353,12 @@ def _answer(state: AttemptState, call: ToolCall, content: dict[str, Any]) -> Non
     state.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content)})
 
 
-def _refused(round: Round, reason: str, call: ToolCall | None, rest: tuple[ToolCall, ...]) -> Node:
-    """The proposed ending refused: the reason is narrate's answer (or, for a plain answer, the engine's note),
-    and the calls after narrate run; then the model is asked again."""
+def _refused(round: Round, reason: str, call: ToolCall | None, rest: tuple[ToolCall, ...], kind: str) -> Node:
+    """The proposed ending refused (by the `referee` or the `judge`): the reason is narrate's answer (or, for a
+    plain answer, the engine's note), and the calls after narrate run; then the model is asked again."""
     state = round.attempt
     state.refuse(reason)
+    observer().refused(kind)
     if call is not None:
         _answer(state, call, {"error": reason})
     else:

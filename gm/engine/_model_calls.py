@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from gm.engine.observe import observer
 from gm.models.completion import Completion
 from gm.store.records import ModelCall
 
 
 def model_call_from(completion: Completion, purpose: str, story_id: str = "") -> ModelCall:
-    """The record of one model call: tokens, latency, HTTP attempts and how the answer ended."""
+    """The record of one model call: tokens, latency, HTTP attempts and how the answer ended (told to the
+    engine's observer too, gm.engine.observe)."""
+    usage = completion.usage
+    observer().model_called(purpose, completion.latency_ms / 1000, usage.prompt_tokens, usage.completion_tokens)
     return ModelCall(
         story_id=story_id,
         purpose=purpose,

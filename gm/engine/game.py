@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from gm import dice
 from gm._lru import LRU
 from gm._text import require_storable
+from gm.engine._in_flight import RoundsInFlight
 from gm.engine.instructions import prompts_in_use
 from gm.engine.judge import Judge
 from gm.engine.memory import MemoryKeeper
@@ -99,6 +100,7 @@ class Game:
         self._queued: set[tuple[str, bool]] = set()  # catch-ups waiting for their story's lock (at most the tasks)
         self._worlds: LRU[str, World] = LRU(cached_worlds)
         self._shared_worlds = SharedWorlds(cached_worlds)  # stories of one world share its World (gm.world.shared)
+        self.rounds = RoundsInFlight()  # the rounds playing now: `gm serve` drains them (gm.engine._in_flight)
 
     def start_story(
         self,
@@ -220,19 +222,20 @@ class Game:
     ) -> RoundResult | RoundPaused:
         """One round of the story, played (`play_round`) or taken up again (`continue_round`) with this game's
         model, bounds, dice and judge; an accepted round is then remembered in the background."""
-        world = await self.world_of(story_id)  # also raises StoryNotFound for an unknown id
-        result = await play(
-            self.store,
-            story_id,
-            world,
-            self._model_for(world),
-            text,
-            settings=self.settings,
-            source=self.source,
-            events=events,
-            judge=self.judge,
-            **options,
-        )
+        async with self.rounds.track(story_id):  # ServerStopping while the game drains
+            world = await self.world_of(story_id)  # also raises StoryNotFound for an unknown id
+            result = await play(
+                self.store,
+                story_id,
+                world,
+                self._model_for(world),
+                text,
+                settings=self.settings,
+                source=self.source,
+                events=events,
+                judge=self.judge,
+                **options,
+            )
         if isinstance(result, RoundResult):
             self._remember(story_id, number=result.number)
         return result

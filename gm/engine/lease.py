@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gm.engine.observe import observer
 from gm.engine.settings import RoundSettings
 from gm.errors import LeaseBusy, SettingsError
 from gm.store import Store
@@ -89,11 +90,13 @@ class RoundLease:
                 raise
             name = f"heartbeat {self.story_id}"
             self._heartbeat = asyncio.create_task(self._beat(), name=name)
+            observer().lease_taken()
             return opened
 
     async def stop(self) -> None:
         """Stop renewing: the round's last transaction let the lease go (or it is let go next)."""
         if self._heartbeat is not None:
+            observer().lease_let_go()
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat  # a renewal already running ends first (gm.store._workers)
