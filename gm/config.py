@@ -265,10 +265,10 @@ class Settings:
         secret=True,
     )
     metrics_dir: Path | None = _setting(
-        "PROMETHEUS_MULTIPROC_DIR",
+        "GM_METRICS_DIR",
         None,
-        "Set by `gm serve --workers N` for its workers (prometheus-client's multiprocess folder, made and removed"
-        " by the parent); not for people.",
+        "`gm serve`: a folder where the processes count their metrics (prometheus-client's multiprocess mode);"
+        " unset, `--workers N` makes one for its workers and removes it as it stops.",
         _path,
     )
     serve_worker_arguments: str | None = _setting(
@@ -354,6 +354,13 @@ def _gm_error_in(error: Exception) -> Exception:
         if isinstance(cause, SettingsError):
             return cause
     return error
+
+
+def count_metrics_in(folder: Path) -> None:
+    """Have prometheus-client count in files in `folder` (its multiprocess mode), in this process and those it
+    starts: it reads `PROMETHEUS_MULTIPROC_DIR` as it is first imported. Not a gm setting but prometheus-client's
+    own variable, written here as every variable gm touches is."""
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
 
 
 def proxy_for(url: str) -> str | None:

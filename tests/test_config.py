@@ -84,6 +84,10 @@ def test_each_variable_is_read_into_its_field(bare_env: pytest.MonkeyPatch, tmp_
         "GM_LEASE_SECONDS": (" 30 ", 30.0),
         "GM_HEARTBEAT_SECONDS": ("7.5", 7.5),
         "GM_SERVE_WORKER_ARGUMENTS": ('{"port": 0}', '{"port": 0}'),
+        "GM_LOG_FORMAT": (" JSON ", "json"),
+        "GM_DRAIN_SECONDS": ("12.5", 12.5),
+        "GM_METRICS_TOKEN": ("metrics-token", "metrics-token"),
+        "GM_METRICS_DIR": (str(tmp_path / "metrics"), tmp_path / "metrics"),
     }
     assert set(given) == set(VARIABLES)
     for variable, (text, _) in given.items():
@@ -122,6 +126,8 @@ def test_the_defaults_are_the_librarys_own() -> None:
             " from 1 to 8, not '9'",
         ),
         ("GM_TOOLS", "sometimes", ModelNotConfigured, "GM_TOOLS must be native, prompted or auto, not 'sometimes'."),
+        ("GM_LOG_FORMAT", "yaml", SettingsError, "GM_LOG_FORMAT must be text or json, not 'yaml'"),
+        ("GM_DRAIN_SECONDS", "soon", SettingsError, "GM_DRAIN_SECONDS must be a number of seconds, not 'soon'"),
     ],
 )
 def test_a_bad_value_is_one_gm_error_naming_its_variable(

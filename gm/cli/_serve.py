@@ -17,7 +17,7 @@ from gm.cli._edit import check_port, editor_login, print_login
 from gm.cli._parser import REHEARSAL
 from gm.cli._settings import settings_of
 from gm.cli._story import choose_judge, model_settings
-from gm.config import LogFormat, Settings
+from gm.config import LogFormat, Settings, count_metrics_in
 from gm.engine.game import Game
 from gm.engine.instructions import use_prompts
 from gm.engine.lease import check_settings
@@ -83,10 +83,13 @@ def run_serve(arguments: argparse.Namespace) -> int:
         handed = replace(settings, serve_worker_arguments=json.dumps({name: kept[name] for name in KEPT_ARGUMENTS}))
         if generated is not None:
             handed = replace(handed, editor_token=generated)  # every worker asks for the one token printed below
-        if handed.metrics_dir is None:  # the workers count into one folder, which the scrape reads (gm.web._metrics)
+        # The workers count into one folder, which the scrape reads (gm.web._metrics).
+        if handed.metrics_token and handed.metrics_dir is None:
             metrics_dir = tempfile.mkdtemp(prefix="gm-metrics-")
             handed = replace(handed, metrics_dir=Path(metrics_dir))
         handed.export("serve_worker_arguments", "editor_token", "metrics_dir")
+        if handed.metrics_dir is not None:
+            count_metrics_in(handed.metrics_dir)  # for the workers it starts: they import prometheus-client
     shown = f"[{arguments.host}]" if ":" in arguments.host else arguments.host
     print(f"Serving stories at http://{shown}:{arguments.port}/  (Ctrl+C stops it)")
     if arguments.workers > 1:
@@ -187,6 +190,9 @@ def serve_metrics(settings: Settings) -> Any:
     if not settings.metrics_token:
         return None
     from gm.engine.observe import observe
+
+    if settings.metrics_dir is not None:
+        count_metrics_in(settings.metrics_dir)  # before prometheus-client is imported (gm.web._metrics)
     from gm.web._metrics import Metrics
 
     metrics = Metrics(settings.metrics_dir)
