@@ -31,7 +31,7 @@ from typing import Any
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
-from gm.engine._in_flight import CLOSED
+from gm.engine._in_flight import CLOSED, Drained
 from gm.engine.game import Game
 from gm.store import Store
 from gm.store.migrations import config
@@ -58,8 +58,9 @@ class Operations:
     ) -> None:
         self.app, self.game, self.drain_seconds = app, game, drain_seconds
         self.metrics, self.metrics_token = metrics, metrics_token
-        self.drained: asyncio.Event | None = None  # set once a drain has ended
         self._previous: Any = None
+        # What ends the process once drained: the SIGTERM handler before ours (uvicorn's); a test puts its own.
+        self.stop_server: Callable[[int, Any], None] = self._pass_on
         self._heads: tuple[str, ...] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -133,17 +134,16 @@ class Operations:
         if threading.current_thread() is not threading.main_thread():
             return
         loop = asyncio.get_running_loop()
-        self.drained = asyncio.Event()
 
         def on_sigterm(sig: int, frame: Any) -> None:
             if self.game.rounds.closed:  # a second SIGTERM: stop now
-                self._pass_on(sig, frame)
+                self.stop_server(sig, frame)
             else:
                 loop.call_soon_threadsafe(lambda: loop.create_task(self.drain(sig)))
 
         self._previous = signal.signal(signal.SIGTERM, on_sigterm)
 
-    async def drain(self, sig: int = signal.SIGTERM) -> None:
+    async def drain(self, sig: int = signal.SIGTERM) -> Drained:
         """Refuse new rounds, let those in flight end (or stop them at the bound), log the figures, then stop."""
         log.info("SIGTERM: draining %d round(s) in flight, for up to %g s", len(self.game.rounds), self.drain_seconds)
         drained = await self.game.rounds.drain(self.drain_seconds)
@@ -161,9 +161,8 @@ class Operations:
             drained.stopped,
             extra={"drain": figures},
         )
-        if self.drained is not None:
-            self.drained.set()
-        self._pass_on(sig, None)
+        self.stop_server(sig, None)
+        return drained
 
     def _pass_on(self, sig: int, frame: Any) -> None:
         previous = self._previous
