@@ -177,7 +177,7 @@ def build_app(arguments: argparse.Namespace, login: Any) -> Any:
         api_hosts=allowed_hosts(arguments.host),
     )
     if metrics is not None:
-        metrics.time_statements(game.store.engine)
+        metrics.time_database(game.store)
     # Health, readiness, /metrics and the drain on SIGTERM, ahead of the app's routes (gm.web._health).
     return Operations(
         app, game, drain_seconds=settings.drain_seconds, metrics=metrics, metrics_token=settings.metrics_token

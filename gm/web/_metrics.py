@@ -11,17 +11,18 @@ A worker that stops has its gauges' files dropped (`mark_process_dead`); its cou
 
 from __future__ import annotations
 
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess as multi
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
 
 from gm.engine.observe import Observer
+from gm.store import Store
+
+T = TypeVar("T")
 
 MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
 DATABASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
@@ -66,12 +67,11 @@ class Metrics(Observer):
             "gm_leases_held", "Story leases held by rounds running now.", registry=registry, multiprocess_mode="livesum"
         )
         self.database_seconds = Histogram(
-            "gm_database_statement_seconds",
-            "Time of each database statement.",
+            "gm_database_seconds",
+            "Time of each piece of database work async code hands to the database threads, its wait included.",
             buckets=DATABASE_BUCKETS,
             registry=registry,
         )
-        self._started = threading.local()
 
     # gm.engine.observe.Observer
 
@@ -99,19 +99,22 @@ class Metrics(Observer):
 
     # The database
 
-    def time_statements(self, engine: Engine) -> None:
-        """Observe the time of every statement `engine` runs (SQLAlchemy's cursor events, on its worker threads)."""
-        event.listen(engine, "before_cursor_execute", self._before)
-        event.listen(engine, "after_cursor_execute", self._after)
+    def time_database(self, store: Store) -> None:
+        """Observe how long each `store.off_loop` takes: all of a server's database work from async code (a
+        round's, the memory keeper's, the API's), from handing it over to its result, so a queue for the
+        database threads shows too. Statements' own times are not taken: the store sends the busiest straight
+        to the driver (gm.store._batch), past SQLAlchemy's events."""
+        handed = store.off_loop
+        observe = self.database_seconds.observe
 
-    def _before(self, *_: Any) -> None:
-        self._started.at = time.perf_counter()
+        async def timed(work: Callable[..., T], *arguments: Any, durable: bool = True) -> T:
+            started = time.perf_counter()
+            try:
+                return await handed(work, *arguments, durable=durable)
+            finally:
+                observe(time.perf_counter() - started)
 
-    def _after(self, *_: Any) -> None:
-        started = getattr(self._started, "at", None)
-        if started is not None:
-            self.database_seconds.observe(time.perf_counter() - started)
-            self._started.at = None
+        store.off_loop = timed  # type: ignore[method-assign]  # this store's, for this process's server only
 
     # The scrape
 
