@@ -21,6 +21,7 @@ from gm.errors import (
     NotFound,
     OperatorError,
     PlayError,
+    ServerStopping,
     StoryBusy,
     Unauthorized,
     UsageError,
@@ -34,6 +35,7 @@ STATUS: dict[type[GmError], int] = {
     Conflict: 409,
     UsageError: 400,
     StoryBusy: 409,
+    ServerStopping: 503,  # draining: gm.web._health answers the round's routes first, with Retry-After
     PlayError: 502,
     OperatorError: 502,
 }
@@ -64,6 +66,7 @@ OPENAI_KINDS: dict[int, tuple[str, str | None]] = {
     422: ("invalid_request_error", "invalid_body"),
     500: ("server_error", None),
     502: ("server_error", "round_failed"),
+    503: ("server_error", "server_stopping"),
 }
 
 

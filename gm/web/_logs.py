@@ -37,7 +37,8 @@ class Hider:
     """Replaces the secrets and bearer tokens in a text."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        self.secrets = sorted(set(secrets), key=len, reverse=True)  # longest first, so none leaves a piece
+        # Longest first, so none leaves a piece; a value under 4 characters is no secret worth garbling every line for.
+        self.secrets = sorted({secret for secret in secrets if len(secret) >= 4}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:

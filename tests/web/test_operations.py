@@ -229,3 +229,24 @@ def test_a_text_log_line_hides_secrets_too() -> None:
     hide = Hider(secrets_of(Settings(api_token="api-secret-1")))
     line = TextLines(hide).format(record("the token is api-secret-1"))
     assert "api-secret-1" not in line and line.endswith(f"gm.test: the token is {HIDDEN}")
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    ("arguments", "env", "said"),
+    [
+        ([], {"GM_DRAIN_SECONDS": "-1"}, "error: GM_DRAIN_SECONDS must be 0 or more seconds, not -1"),
+        ([], {"GM_LOG_FORMAT": "xml"}, "error: GM_LOG_FORMAT must be text or json, not 'xml'"),
+        (
+            ["--log-format", "xml"],
+            {},
+            "error: argument --log-format: invalid choice: 'xml' (choose from 'text', 'json') (see 'gm serve --help')",
+        ),
+    ],
+)
+def test_a_bad_drain_bound_or_log_format_is_one_sentence(arguments: list[str], env: dict[str, str], said: str) -> None:
+    from tests.support.command_line import gm
+    from tests.support.servers import free_port
+
+    ran = gm("serve", "--model", "rehearsal", "--port", str(free_port()), *arguments, env=env)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (2, "", said + "\n")
