@@ -25,9 +25,10 @@ from typing import Any
 
 import pytest
 
-from gm.testing import FakeModel, Request, Step, reply, slow
+from gm.testing import FakeModel, Request, Step, honest_judge, is_judge_request, reply, slow
+from tests.support.browser import opened_page, sync_api
 from tests.support.databases import POSTGRES_URL
-from tests.support.rounds import fake
+from tests.support.rounds import fake, narrate_roll, roll_mara
 from tests.support.servers import Server, free_port, send, start_server, wait_until_ready, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +36,8 @@ EXAMPLE = ROOT / "examples" / "nginx" / "gm.conf"
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 MODEL_SECONDS = 2.0  # each game master answer: the stream's first event must come well before its last
 SLOW_TEXT = "I wait for the tide."
+ROLL_TEXT = "I pick the lock of the harbour office."
+ROLL_NARRATION = "The lock gives with a soft click."
 
 if NGINX is None and os.environ.get("CI"):
     pytest.fail("the proxy test cannot run on CI: nginx is missing (apt-get install -y nginx)", pytrace=False)
@@ -45,9 +48,15 @@ pytestmark = [
 
 
 def script(request: Request) -> Step:
+    if is_judge_request(request):
+        return honest_judge(request)
     if "tools" not in request:
         return reply("Something happened.")
+    if request["messages"][-1]["role"] == "tool":  # after the roll: its narration comes a model call later
+        return slow(narrate_roll(ROLL_NARRATION)(request), MODEL_SECONDS)
     text = request["messages"][-1]["content"]
+    if text == ROLL_TEXT:
+        return roll_mara()
     if text == SLOW_TEXT:
         return slow(reply("The tide comes at last."), 60)  # keeps its server draining
     return slow(reply(f"The harbour answers: {text}"), MODEL_SECONDS)
@@ -218,3 +227,28 @@ def test_two_servers_behind_nginx_stream_event_by_event_and_one_drains_while_the
 def _suppress(work: Any, *arguments: Any) -> None:
     with contextlib.suppress(OSError):  # the server stops under it
         work(*arguments)
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_the_play_page_through_nginx_shows_the_roll_before_the_narration(
+    stack: tuple[Proxy, Server, Server], browser: Any
+) -> None:
+    """The play page reads the round's event stream: through the proxy, the roll's card is drawn while the
+    game master is still telling the round, a model call before the narration comes."""
+    expect = sync_api().expect
+    proxy, _, _ = stack
+    with opened_page(browser, width=860, height=900) as (page, problems):
+        page.goto(f"{proxy.url}/")
+        page.get_by_role("button", name="Start a story in The Harbour Job").click()
+        expect(page.locator("#play")).to_have_attribute("data-ready", "true")
+        page.locator("#text").fill(ROLL_TEXT)
+        page.locator("#text").press("Enter")
+        first = page.locator("#rounds > li.round").nth(0)
+        expect(first.locator("details.card")).to_have_count(1)  # the roll event, through the proxy
+        expect(page.locator("#status")).to_have_text("The game master is thinking…")
+        assert first.locator(".narration").inner_text() == ""  # the narration is a model call away
+        expect(first.locator(".narration")).to_have_text(ROLL_NARRATION)
+        expect(page.locator("#status")).to_be_hidden()
+        assert problems == []
