@@ -250,3 +250,37 @@ def test_a_bad_drain_bound_or_log_format_is_one_sentence(arguments: list[str], e
 
     ran = gm("serve", "--model", "rehearsal", "--port", str(free_port()), *arguments, env=env)
     assert (ran.returncode, ran.stdout, ran.stderr) == (2, "", said + "\n")
+
+
+def test_a_line_logged_in_a_round_carries_its_story_and_round(store: Store, tmp_path: Path) -> None:
+    import asyncio
+    import io
+
+    from gm.errors import RoundFailed
+    from tests.support.rounds import table
+    from tests.support.worlds import write_world
+
+    def broken(request: dict[str, Any]) -> Any:
+        raise RuntimeError("a bug in the model's adapter")  # unforeseen: logged with its traceback
+
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    handler.setFormatter(JsonLines(Hider([])))
+    logging.getLogger("gm").addHandler(handler)
+
+    async def play() -> str:
+        async with table(store, [reply("The harbour is quiet."), broken]) as played:
+            story = played.game.start_story(write_world(tmp_path / "w"))
+            await played.game.play(story, "I look around.")
+            with pytest.raises(RoundFailed):
+                await played.game.play(story, "I look again.")
+            played.master.failures.clear()  # the bug was the point
+            return story
+
+    try:
+        story = asyncio.run(play())
+    finally:
+        logging.getLogger("gm").removeHandler(handler)
+    [line] = [json.loads(text) for text in written.getvalue().splitlines() if "failed unforeseen" in text]
+    assert (line["story"], line["round"], line["level"]) == (story, 2, "error")
+    assert "a bug in the model's adapter" in line["error"]
