@@ -1,7 +1,7 @@
 """SIGTERM drains a real `gm serve` on PostgreSQL (issue 40): 100 stories in flight, none left running.
 
-The fake model (gm.testing, over HTTP) answers half the stories in 1 s and keeps the other half waiting far
-longer than the drain's bound (`GM_DRAIN_SECONDS`, 4 s here). Once all 100 rounds are with the model, the
+The fake model (gm.testing, over HTTP) answers half the stories in 3 s and keeps the other half waiting far
+longer than the drain's bound (`GM_DRAIN_SECONDS`, 6 s here). Once all 100 rounds are with the model, the
 server gets SIGTERM: a new round is then refused with 503 and `Retry-After`, the quick rounds finish, the slow
 ones fail with one sentence at the bound, and the process exits. Then no attempt is `running`, no story's
 lease is held, and the drain's figures (logged as JSON) add up. The figures are printed (`pytest -s`).
@@ -32,8 +32,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 STORIES = 100
-DRAIN_SECONDS = 4.0
-QUICK_SECONDS = 1.0
+DRAIN_SECONDS = 6.0
+QUICK_SECONDS = 3.0
 SLOW_TEXT = "I wait for the tide."
 
 
@@ -128,11 +128,14 @@ def test_sigterm_drains_100_rounds_in_flight_and_leaves_nothing_running_or_held(
     assert held == 0
 
     [drain] = [line["drain"] for line in _json_lines(server) if "drain" in line]
-    assert drain["in_flight"] == STORIES
-    assert (drain["finished"], drain["failed"], drain["stopped"]) == (STORIES // 2, STORIES // 2, STORIES // 2)
+    # On a loaded machine a few quick rounds may end between the model's 100th request and the signal.
+    assert STORIES // 2 < drain["in_flight"] <= STORIES
+    assert (drain["failed"], drain["stopped"]) == (STORIES // 2, STORIES // 2)
+    assert drain["finished"] == drain["in_flight"] - STORIES // 2
     assert DRAIN_SECONDS <= drain["seconds"] < DRAIN_SECONDS + 10
     print(
-        f"\ndrain of {STORIES} rounds in flight (bound {DRAIN_SECONDS:g} s): {drain['seconds']:.2f} s to drain,"
+        f"\ndrain of {drain['in_flight']} rounds in flight (bound {DRAIN_SECONDS:g} s):"
+        f" {drain['seconds']:.2f} s to drain,"
         f" {exited:.2f} s from SIGTERM to exit; {drain['finished']} finished, {drain['failed']} failed"
         f" ({drain['stopped']} stopped at the bound)"
     )
