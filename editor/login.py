@@ -22,7 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .pages import MAX_FORM_FIELDS, Editor, editor_of, posted_form
+from .pages import LOGGED_IN, MAX_FORM_FIELDS, Editor, editor_of, posted_form
 from .security import CSRF_FIELD, MAX_BODY_BYTES, SAFE_METHODS
 from .sessions import Login, client_key
 
@@ -148,7 +148,12 @@ class LoginMiddleware:
             return
         path = route_path(scope)
         headers = Headers(scope=scope)
-        if path == "/login" or path.startswith(PUBLIC_PREFIXES) or has_session(headers, self.login):
+        if has_session(headers, self.login):
+            scope[LOGGED_IN] = True
+            await self.app(scope, receive, send)
+            return
+        scope.pop(LOGGED_IN, None)  # only this middleware says who is logged in
+        if path == "/login" or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         request = Request(scope)
