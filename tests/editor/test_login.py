@@ -247,12 +247,12 @@ def test_a_tampered_cookie_is_refused(app: Any) -> None:
     with TestClient(app, base_url=REMOTE) as client:
         log_in(client)
         session = client.cookies[COOKIE]
-    version, expires, signature = session.split(".")
+    version, expires, session_id, signature = session.split(".")
     flipped = signature[:-1] + ("A" if signature[-1] != "A" else "B")
     for forged in [
-        f"{version}.{expires}.{flipped}",
-        f"{version}.{int(expires) + 86_400}.{signature}",  # stretched
-        f"{version}.{expires}",
+        f"{version}.{expires}.{session_id}.{flipped}",
+        f"{version}.{int(expires) + 86_400}.{session_id}.{signature}",  # stretched
+        f"{version}.{expires}.{session_id}",
         Login(TOKEN).issue(),  # signed by another process with the same token
         "admin",
     ]:

@@ -12,8 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gm.editor import create_app
+from gm.editor.login import COOKIE
 from gm.editor.sessions import Login
-from tests.support.editor_forms import post
+from tests.support.editor_forms import form_of, post
 
 TOKEN = "the-editor-token-for-tests"
 REMOTE = "http://192.0.2.10:8765"
@@ -58,3 +59,20 @@ def test_a_cross_site_post_with_the_token_is_refused_not_kept_for_the_login(clie
     evil = {"Origin": "http://evil.example"}
     answer = client.post(DICE, data={"csrf": token, "action": "save", "checks-0-name": "Evil"}, headers=evil)
     assert answer.status_code == 403 and 'name="carry"' not in answer.text and "another site" in answer.text
+
+
+def test_logging_out_ends_the_session_on_the_server(client: TestClient, app: Any) -> None:
+    log_in(client)
+    session = client.cookies[COOKIE]
+    assert post(client, "/logout", form_of(client.get("/").text)).status_code == 303
+    with TestClient(app, base_url=REMOTE, cookies={COOKIE: session}) as copied:
+        page = copied.get("/")
+        assert page.status_code == 401 and "Your login has ended" in page.text
+
+
+def test_logging_out_ends_only_that_session(app: Any) -> None:
+    with TestClient(app, base_url=REMOTE) as first, TestClient(app, base_url=REMOTE) as second:
+        log_in(first)
+        log_in(second)
+        assert post(first, "/logout", form_of(first.get("/").text)).status_code == 303
+        assert first.get("/").status_code == 401 and second.get("/").status_code == 200
