@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -113,6 +114,8 @@ def _unreadable_body(path: str, cause: BaseException | None) -> JSONResponse:
     """A body FastAPI could not read, as one sentence saying why: JSON nested too deeply is invalid JSON (422)."""
     if isinstance(cause, RecursionError):
         return _not_json(path, "it is nested too deeply")
+    if isinstance(cause, ValueError) and "digits" in str(cause):  # Python's limit on converting a long integer
+        return _not_json(path, f"a number in it has more than {sys.get_int_max_str_digits():,} digits")
     # No request found reaches this (bodies that are not UTF-8 are refused before, with their byte).
     return JSONResponse(error_body(path, "the request body could not be read", 400), status_code=400)
 
