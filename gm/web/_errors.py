@@ -50,7 +50,11 @@ def status_for(error: GmError) -> int:
 async def answer_error(request: Request, error: Exception) -> JSONResponse:
     """The exception handler for every GmError the routes let through."""
     assert isinstance(error, GmError)
-    return JSONResponse(error_body(request.url.path, str(error), status_for(error)), status_code=status_for(error))
+    message = str(error)
+    service = getattr(request.app.state, "service", None)
+    if service is not None:  # no server path reaches a client, whichever error carried it
+        message = service.without_paths(message)
+    return JSONResponse(error_body(request.url.path, message, status_for(error)), status_code=status_for(error))
 
 
 # OpenAI's error `type` and `code` for each status gm answers under /v1.
