@@ -41,6 +41,8 @@ from gm.store import RollRecord
 from gm.world.calendar import advance, duration_text
 from gm.world.definition import World
 
+MAX_TOOL_CALLS = 32  # tool calls run from one model message; a message with more is refused whole (gm.engine._machine)
+MAX_ROLLS = 64  # rolls one attempt at a round may make; the next is refused, and the model told to narrate
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
 
@@ -118,6 +120,7 @@ class RoundTools:
         return any(roll.kind == "check" and not roll.void for roll in self.rolls)
 
     def roll_check(self, arguments: dict[str, Any]) -> ToolReply:
+        self._room_for_a_roll()
         rules = self.world.rules
         assert rules is not None  # roll_check is only offered, and so only accepted, with rules
         if arguments["check"] not in rules:
@@ -186,7 +189,16 @@ class RoundTools:
             content["secret"] = SECRET_NOTE
         return ToolReply(content)
 
+    def _room_for_a_roll(self) -> None:
+        """Refuse a roll past `MAX_ROLLS` in this round, with what the model can do instead."""
+        if len(self.rolls) >= MAX_ROLLS:
+            raise ModelRetry(
+                f"this round has made {len(self.rolls)} rolls, the most one round may; nothing more was rolled."
+                " Narrate the round with the rolls it has"
+            )
+
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
+        self._room_for_a_roll()
         try:
             expression = dice.parse(arguments["notation"])
             dice.require_dice(expression)  # a "roll" of a bare number would be a number nobody rolled
