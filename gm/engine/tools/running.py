@@ -102,6 +102,7 @@ class RoundTools:
     clock: int | None = None  # the story's time (gm.world.calendar), moved on by advance_time; None without a calendar
     dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.engine.typed_dice)
     typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
+    bound: set[int] = field(default_factory=set)  # failed attempts' check rolls in play, not yet asked for again
 
     def next_message(self) -> None:
         """A new message of the model's begins: it has now read the result of every roll so far."""
@@ -140,6 +141,9 @@ class RoundTools:
         net = opposed_modifier(modifier, against) if opponent is not None else modifier
         for roll in [*self.rolls, *self.earlier]:
             if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
+                if roll.id in self.bound:  # a failed attempt's roll, asked for here the first time: told in full
+                    self.bound.discard(roll.id)
+                    return ToolReply({**_check_content(roll, repeated=False), "earlier_attempt": EARLIER_NOTE})
                 if roll not in self.rolls:
                     self.rolls.append(roll)
                 return ToolReply(_check_content(roll, repeated=True))
@@ -278,6 +282,20 @@ class RoundTools:
         replayed = [record for record in self.earlier if record.kind == "check" and not record.void]
         self.rolls.extend(replayed)
         return [check_fact(record, self.world) for record in replayed]
+
+    def bind_retried_checks(self) -> list[str]:
+        """A failed attempt's check rolls bind this attempt, as a regenerated round's do: in play from the start,
+        each given as a fact with its band, and each must be told, whichever check this attempt asks for."""
+        held = {record.id for record in self.rolls}
+        bound = [
+            record
+            for record in self.retried.rolls
+            if record.kind == "check" and not record.void and record.id not in held
+        ]
+        self.retried.taken(record.id for record in bound)
+        self.bound.update(record.id for record in bound if record.id is not None)
+        self.rolls.extend(bound)
+        return [check_fact(record, self.world) + EARLIER_FACT for record in bound]
 
     def narrate(self, arguments: dict[str, Any]) -> ToolReply:
         """Propose the round's ending; the referee rules on it next (`refusals`)."""
