@@ -57,6 +57,17 @@ async def answer_error(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(error_body(request.url.path, message, status_for(error)), status_code=status_for(error))
 
 
+DATABASE_DOWN = "the database cannot be used just now ({reason}); nothing was changed, try again in a moment"
+
+
+def database_answer(path: str, error: Exception) -> JSONResponse:
+    """The 503 for a database failure (a full disk, a server gone), with the database's reason in one sentence."""
+    cause = getattr(error, "orig", None) or error
+    reason = " ".join(str(cause).split())[:120].rstrip(".") or type(cause).__name__
+    body = error_body(path, DATABASE_DOWN.format(reason=reason), 503)
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
+
+
 # OpenAI's error `type` and `code` for each status gm answers under /v1.
 OPENAI_KINDS: dict[int, tuple[str, str | None]] = {
     400: ("invalid_request_error", None),
@@ -67,6 +78,7 @@ OPENAI_KINDS: dict[int, tuple[str, str | None]] = {
     413: ("invalid_request_error", "request_too_large"),
     422: ("invalid_request_error", "invalid_body"),
     500: ("server_error", None),
+    503: ("server_error", "database_unavailable"),
     502: ("server_error", "round_failed"),
 }
 
