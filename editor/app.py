@@ -64,7 +64,7 @@ def create_app(
     if beyond and login is None:
         raise SettingsError(f"the editor needs a login to answer Host names beyond loopback, such as {beyond[0]!r}")
     app = FastAPI(title="gm world editor", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.editor = Editor(worlds_dir)
+    app.state.editor = Editor(worlds_dir, needs_login=login is not None)
     app.state.login = login
     app.state.editor.templates.globals["login_required"] = login is not None
     if login is not None:
@@ -75,9 +75,10 @@ def create_app(
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _bad_request)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
-    app.add_middleware(GuardMiddleware)
-    if login is not None:  # outside the guard: a stranger's request is answered before any route runs
+    if login is not None:  # a stranger's request is answered with the login page before any route runs
         app.add_middleware(login_routes.LoginMiddleware, login=login)
+    # Outside the login: a cross-site write is refused before the login page could keep it to send again.
+    app.add_middleware(GuardMiddleware)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(SecurityHeaders)
     return app

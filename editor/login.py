@@ -1,7 +1,7 @@
 """The editor's login over HTTP: a middleware that wants a session on every request, and the login page.
 
     GET  /login, POST /login    the token, typed once, for a session cookie (then back where you were)
-    POST /logout                end this browser's session
+    POST /logout                end this browser's session, on the server too (a copied cookie stops working)
 
 Without a valid session every request but `/login` and `/static/...` gets the login page with a 401,
 and nothing behind it runs. A form the author posted after their session ended (it carries this
@@ -22,7 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .pages import MAX_FORM_FIELDS, Editor, editor_of, posted_form
+from .pages import LOGGED_IN, MAX_FORM_FIELDS, Editor, editor_of, posted_form
 from .security import CSRF_FIELD, MAX_BODY_BYTES, SAFE_METHODS
 from .sessions import Login, client_key
 
@@ -53,14 +53,19 @@ def safe_next(path: str | None) -> str:
     return path if path and path != "/" and _NEXT.fullmatch(path) else "/"
 
 
+def session_cookies(headers: Headers) -> list[str]:
+    """The values of every session cookie sent (two editors on one host name share the browser's cookie jar)."""
+    return [
+        value.strip('"')
+        for cookie in headers.getlist("cookie")
+        for name, _, value in (pair.strip().partition("=") for pair in cookie.split(";"))
+        if name == COOKIE
+    ]
+
+
 def has_session(headers: Headers, login: Login) -> bool:
-    """Whether any session cookie sent is valid (two editors on one host name share the browser's cookie jar)."""
-    for cookie in headers.getlist("cookie"):
-        for pair in cookie.split(";"):
-            name, _, value = pair.strip().partition("=")
-            if name == COOKIE and login.valid(value.strip('"')):
-                return True
-    return False
+    """Whether any session cookie sent is valid."""
+    return any(login.valid(value) for value in session_cookies(headers))
 
 
 def login_page(
@@ -148,7 +153,12 @@ class LoginMiddleware:
             return
         path = route_path(scope)
         headers = Headers(scope=scope)
-        if path == "/login" or path.startswith(PUBLIC_PREFIXES) or has_session(headers, self.login):
+        if has_session(headers, self.login):
+            scope[LOGGED_IN] = True
+            await self.app(scope, receive, send)
+            return
+        scope.pop(LOGGED_IN, None)  # only this middleware says who is logged in
+        if path == "/login" or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         request = Request(scope)
@@ -218,6 +228,9 @@ async def log_in(request: Request) -> Response:
 @router.post("/logout")
 async def log_out(request: Request) -> RedirectResponse:
     await posted_form(request)  # its form token: another site cannot log the author out
+    login = login_of(request)
+    for value in session_cookies(request.headers):
+        login.revoke(value)
     response = editor_of(request).redirect(request, "/login")
     response.delete_cookie(
         COOKIE,

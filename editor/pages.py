@@ -19,15 +19,17 @@ from .saving import file_version, save_text
 from .security import CSRF_FIELD, CsrfGuard, world_folder
 
 TEMPLATES = Path(__file__).with_name("templates")
+LOGGED_IN = "gm.editor.logged_in"  # the scope's mark, set by the login middleware on a valid session
 MAX_FORM_FIELDS = 20_000  # 40 checks of 20 bands is about 4,500 fields; a world's form far fewer
 
 
 class Editor:
     """One editor over one folder of worlds: its token for forms and its templates (which escape everything)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, needs_login: bool = False) -> None:
         self.root = root.resolve()
         self.csrf = CsrfGuard()
+        self.needs_login = needs_login
         self.templates = Environment(
             loader=FileSystemLoader(TEMPLATES),
             autoescape=True,
@@ -43,10 +45,23 @@ class Editor:
             raise HTTPException(404, f"There is no world called {name!r} here.")
         return folder
 
+    def logged_in(self, request: Request) -> bool:
+        """Whether `request` may see the forms' token: it came with a valid session, or the editor has no login."""
+        return not self.needs_login or request.scope.get(LOGGED_IN, False) is True
+
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-        """A rendered page; every page gets the token for its forms and the path the editor is mounted at."""
+        """A rendered page with the path the editor is mounted at, and the forms' token for a logged-in client only.
+
+        A page answered without a login (the login page, an error under /static or /login) carries no token
+        and no "Log out" button: a page from another site that fetched it must not learn the token.
+        """
+        logged_in = self.logged_in(request)
         html = self.templates.get_template(template).render(
-            root=request.scope.get("root_path", ""), csrf=self.csrf.token, csrf_field=CSRF_FIELD, **context
+            root=request.scope.get("root_path", ""),
+            csrf=self.csrf.token if logged_in else "",
+            csrf_field=CSRF_FIELD,
+            logged_in=logged_in,
+            **context,
         )
         return HTMLResponse(html, status_code=status)
 

@@ -1,16 +1,20 @@
-"""The editor's login without the HTTP: its token, the signed sessions it hands out, and the limit on wrong tokens.
+"""The editor's login without the HTTP: its token, the sessions it hands out, and the limit on wrong tokens.
 
-A session is the text `1.<expires>.<signature>`: the Unix time it ends and an HMAC-SHA256 of both, under
-a secret drawn when the `Login` is made. Nothing is stored per session, a session cannot be stretched
-or forged without the secret, and a restart ends every session (as it changes every form's token).
-Clocks are passed in, so that tests move time instead of sleeping.
+A session is the text `2.<expires>.<id>.<signature>`: the Unix time it ends, a random id, and an HMAC-SHA256
+of them under a secret drawn when the `Login` is made, so it cannot be stretched or forged. The ids of live
+sessions are kept in memory: `revoke` (the editor's "Log out") ends one on the server, so a copied cookie
+stops working at once, and a restart ends every session (as it changes every form's token). At most
+`LIVE_SESSIONS` are kept; beyond that the oldest ends first. Clocks are passed in, so that tests move time
+instead of sleeping.
 
 >>> login = Login("correct horse battery", clock=lambda: 1_000.0)
 >>> login.matches(" correct horse battery\\n"), login.matches("correct horse")
 (True, False)
 >>> session = login.issue()
->>> login.valid(session), login.valid(session.replace("1.", "1.9", 1)), login.valid("")
+>>> login.valid(session), login.valid(session.replace("2.", "2.9", 1)), login.valid("")
 (True, False, False)
+>>> login.revoke(session), login.valid(session)
+(True, False)
 >>> client_key("2001:db8::1") == client_key("2001:db8::ffff"), client_key("::ffff:192.0.2.7")
 (True, '192.0.2.7')
 """
@@ -37,8 +41,9 @@ SESSION_SECONDS = 12 * 60 * 60  # a working day; a restart ends it sooner
 FAILURES_ALLOWED = 5  # wrong tokens per client ...
 FAILURE_WINDOW = 60.0  # ... in any this many seconds
 TRACKED_CLIENTS = 10_000  # clients whose failures are remembered at once (memory stays bounded)
-_VERSION = "1"
-_MAX_SESSION_CHARS = 100  # a real one is about 57; anything longer is not worth an HMAC
+LIVE_SESSIONS = 10_000  # sessions remembered at once (memory stays bounded; the oldest ends first)
+_VERSION = "2"
+_MAX_SESSION_CHARS = 120  # a real one is about 80; anything longer is not worth an HMAC
 
 
 def new_token() -> str:
@@ -147,6 +152,8 @@ class Login:
     ) -> None:
         self._token = checked_token(token).encode()
         self._secret = secrets.token_bytes(32)
+        self._live: OrderedDict[str, int] = OrderedDict()  # session id -> when it expires, oldest first
+        self._live_lock = threading.Lock()
         self.lifetime = lifetime
         self.clock: Clock = clock or time.time
         # One injected clock drives both, so a test moves time once; by default failures use a
@@ -158,21 +165,45 @@ class Login:
         return hmac.compare_digest(typed.strip().encode(), self._token)
 
     def issue(self) -> str:
-        """A new session, valid for `lifetime` seconds from now."""
-        payload = f"{_VERSION}.{int(self.clock()) + self.lifetime}"
+        """A new session, valid for `lifetime` seconds from now unless revoked first."""
+        expires, session_id = int(self.clock()) + self.lifetime, secrets.token_urlsafe(16)
+        with self._live_lock:
+            self._live[session_id] = expires
+            while len(self._live) > LIVE_SESSIONS:
+                self._live.popitem(last=False)
+        payload = f"{_VERSION}.{expires}.{session_id}"
         return f"{payload}.{self._sign(payload)}"
 
     def valid(self, session: str) -> bool:
-        """Whether `session` was issued by this Login and has not expired."""
-        if len(session) > _MAX_SESSION_CHARS:
+        """Whether `session` was issued by this Login, has not expired and has not been revoked."""
+        session_id = self._signed_id(session)
+        if session_id is None:
             return False
-        version, _, rest = session.partition(".")
-        expires, _, signature = rest.partition(".")
-        if version != _VERSION or not expires.isdigit() or not expires.isascii():
+        with self._live_lock:
+            expires = self._live.get(session_id)
+            if expires is not None and expires <= self.clock():
+                del self._live[session_id]
+                expires = None
+        return expires is not None
+
+    def revoke(self, session: str) -> bool:
+        """End `session` on the server (its cookie is refused from now on); whether it was live."""
+        session_id = self._signed_id(session)
+        if session_id is None:
             return False
-        if not hmac.compare_digest(signature.encode(), self._sign(f"{version}.{expires}").encode()):
-            return False
-        return int(expires) > self.clock()
+        with self._live_lock:
+            return self._live.pop(session_id, None) is not None
+
+    def _signed_id(self, session: str) -> str | None:
+        """The id of `session` when it is well-formed and signed by this Login, else None."""
+        if len(session) > _MAX_SESSION_CHARS or not session.isascii():
+            return None
+        version, expires, session_id, signature = ([*session.split(".", 3), "", "", ""])[:4]
+        if version != _VERSION or not expires.isdigit() or not session_id:
+            return None
+        if not hmac.compare_digest(signature.encode(), self._sign(f"{version}.{expires}.{session_id}").encode()):
+            return None
+        return session_id
 
     def _sign(self, payload: str) -> str:
         digest = hmac.new(self._secret, payload.encode(), hashlib.sha256).digest()

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from gm import dice
 from gm.problems import Problem
-from gm.rules.chances import CheckOdds, check_odds
+from gm.rules.chances import CheckOdds, band_runs, check_odds, cumulative
 from gm.rules.checks import Band, Check, Compare, Edge, Natural, Reading, Result, ladder, opposed_expression, read_value
 
 from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft, NaturalDraft
@@ -282,19 +282,28 @@ def _naturals(drafts: list[NaturalDraft]) -> tuple[Natural, ...] | str:
 
 
 def _segments(check: Check, odds: dice.Odds, target: int | None, modifier: int) -> tuple[Segment, ...]:
-    """Runs of values by band, in the order of the value the bands read (for `under`, highest roll first)."""
-    read = []
-    for index, count in enumerate(odds.counts):
-        if count:
-            value = read_value(check, odds.lowest + index, target, modifier)
-            read.append((value, _band_index(check.bands, value), count))
-    read.sort(key=lambda item: item[0])
+    """Runs of values by band, in the order of the value the bands read (for `under`, highest roll first).
+
+    Worked out run by run (`band_runs`), not value by value: 40 checks of 100d1000kh50 took 24 s a page before."""
+    counts, lowest = odds.counts, odds.lowest
+    summed = cumulative(odds)
+    runs = []
+    for start, stop, band in band_runs(check, lowest, len(counts), target, modifier):
+        if summed[stop] == summed[start]:
+            continue  # no roll reads these values
+        while not counts[start]:
+            start += 1
+        while not counts[stop - 1]:
+            stop -= 1
+        ends = sorted(read_value(check, lowest + at, target, modifier) for at in (start, stop - 1))
+        runs.append((ends[0], ends[1], band, summed[stop] - summed[start]))
+    runs.sort(key=lambda run: run[0])
     segments: list[Segment] = []
-    for value, band, count in read:
+    for low, high, band, count in runs:
         last = segments[-1] if segments else None
         if last is not None and last.band == band:
             probability = last.probability + Fraction(count, odds.denominator)
-            segments[-1] = Segment(band, last.label, last.result, last.critical, last.low, value, probability)
+            segments[-1] = Segment(band, last.label, last.result, last.critical, last.low, high, probability)
             continue
         chosen = check.bands[band] if band is not None else None
         segments.append(
@@ -303,8 +312,8 @@ def _segments(check: Check, odds: dice.Odds, target: int | None, modifier: int) 
                 chosen.label if chosen else "gap",
                 chosen.result if chosen else "void",
                 chosen.critical if chosen else False,
-                value,
-                value,
+                low,
+                high,
                 Fraction(count, odds.denominator),
             )
         )

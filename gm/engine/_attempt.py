@@ -118,7 +118,7 @@ def opened_state(store: Store, world: World, opened: Opening, read: Opened, even
         clock=_clock_at_start(read, world),
         dice_from=str(story.settings.get("dice_from", "engine")),
     )
-    facts = [*opened.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
+    facts = [*opened.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls(), *tools.bind_retried_checks()]
     if opened.player_roll is not None:
         facts.append(tools.roll_for_player(opened.player_roll.expression, opened.player_roll.purpose))
     messages = game_master_messages(world, read.past, PlayerTurn(player_text, tuple(facts)), tools.clock)

@@ -3,6 +3,9 @@
 When an attempt at round N starts, every roll already made for round N (by attempts that failed,
 were cut short by a crash, or, for a regenerate, the telling being replaced) is offered to it here:
 
+- a check roll is in play from the start (`RoundTools.bind_retried_checks`), given as a fact with its band:
+  the new attempt must tell it, whichever check it asks for, so failing on purpose and asking for another
+  check never buys fresh dice (the audit flags a round that leaves one untold);
 - a check asked again for the same character is that earlier roll, whatever the player typed now;
 - the player's `/roll` sent again with the same notation and purpose is the earlier roll, not rolled anew;
 - plain dice asked again with the same notation are the earlier rolls of it, in the order they were made.
@@ -13,7 +16,7 @@ its rolls: round N+1 starts with none. Pure: the rolls come from the store, read
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gm.store.records import RollRecord
@@ -52,6 +55,10 @@ class EarlierRolls:
         return self._first(
             lambda roll: roll.kind == "dice" and roll.notation == notation and roll.id not in self._taken
         )
+
+    def taken(self, ids: Iterable[int | None]) -> None:
+        """Mark rolls as given back already (a failed attempt's check rolls, bound from the start)."""
+        self._taken.update(ids)
 
     def _first(self, wanted: Callable[[RollRecord], bool]) -> RollRecord | None:
         for roll in self.rolls:

@@ -57,7 +57,7 @@ from gm.engine.referee import Outcome, Result, Telling, judge_refusals
 from gm.engine.results import RoundEvents, RoundPaused, RoundResult
 from gm.engine.settings import RoundSettings
 from gm.engine.tools.offered import tool_schemas
-from gm.engine.tools.running import Narration, needs_database
+from gm.engine.tools.running import MAX_TOOL_CALLS, Narration, needs_database
 from gm.engine.typed_dice import FacesNeeded
 from gm.errors import GmError, ModelRetry, RoundFailed
 from gm.models.client import ChatModel
@@ -195,6 +195,16 @@ class AskModel:
         state.asked += 1
         if completion.finish_reason == "length":
             raise RoundFailed("the game master's answer was cut off before it ended the round; try again")
+        if len(completion.tool_calls) > MAX_TOOL_CALLS:
+            # None of them runs, and the message is not kept: answering each call would make the next request
+            # as big as this answer. The model is told, as a refusal it can act on.
+            reason = (
+                f"Your message made {len(completion.tool_calls):,} tool calls; at most {MAX_TOOL_CALLS} are run from"
+                " one message, and none of these was. Call the tools again, fewer at a time."
+            )
+            state.refuse(reason)
+            state.messages.append(engine_message(reason))
+            return AskModel()
         state.messages.append(completion.raw_message)
         state.tools.next_message()  # every result sent so far has now been read; this message's are not yet
         if completion.tool_calls:

@@ -26,10 +26,7 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
     unfinished = store.unfinished_attempts(story_id)
     rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
     inherited = store.inherited_rolls(story)  # a fork's chain begins with its parent's rolls (gm.store._forks)
-    sealed = sealed_ids(store, story_id, world) if player else set()
-    if player:  # an inherited secret roll stays sealed as long as it is in the story it was rolled in
-        for rolled_in in {roll.story_id for roll in inherited}:
-            sealed |= sealed_ids(store, rolled_in, world)
+    sealed = player_sealed(store, story, world) if player else set()
     for round_ in rounds:
         round_.rolls = visible(round_.rolls, sealed)
     seeds = [SeedPublic.from_record(seed) for seed in store.seeds(story_id)]
@@ -50,6 +47,16 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
         ],
     )
     return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
+
+
+def player_sealed(store: Store, story: Story, world: World) -> set[int]:
+    """The ids of the rolls the story's player may not see yet: its own sealed secret rolls, and an inherited
+    secret roll as long as it is sealed in the story it was rolled in (gm.integrity.secret). Every route
+    that shows a player dice (the transcript, a chat's `/open`) leaves these out."""
+    sealed = sealed_ids(store, story.id, world)
+    for rolled_in in {roll.story_id for roll in store.inherited_rolls(story)}:
+        sealed |= sealed_ids(store, rolled_in, world)
+    return sealed
 
 
 def story_public(store: Store, story: Story, commitment: str | None = None) -> StoryPublic:

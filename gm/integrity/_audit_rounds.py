@@ -66,6 +66,7 @@ def check_rounds(transcript: TranscriptPublic, report: AuditReport) -> None:
                 report.mismatches.append(Mismatch(where, f"roll {roll.seq} already served round {used_by[copy.id]}"))
             used_by[copy.id] = round_.number
         _check_outcomes(round_, chained, where, report)
+        _check_bound(round_, integrity.rolls, integrity.legacy_rolls, where, report)
     if len(transcript.rounds) != transcript.story.rounds:
         said = counted(transcript.story.rounds, "round")
         report.mismatches.append(Mismatch("story", f"it says {said}, but there are {len(transcript.rounds)}"))
@@ -109,6 +110,23 @@ def _check_outcomes(round_: RoundPublic, chained: dict[int, RollPublic], where: 
         if roll is not None and roll.kind == "check" and not roll.void and named[copy.id] != 1:
             report.mismatches.append(
                 Mismatch(where, f"check roll {roll.seq} serves {named[copy.id]} outcomes, not exactly one")
+            )
+
+
+def _check_bound(round_: RoundPublic, rolls: list[RollPublic], legacy: int, where: str, report: AuditReport) -> None:
+    """Every check roll made for the round, by whichever attempt, is in it and told: a failed attempt's rolls bind
+    the next attempt (gm.engine._earlier_rolls), so a retry cannot get fresh dice by asking for another check."""
+    mine = {copy.id for copy in round_.rolls}
+    for roll in rolls:
+        if roll.round != round_.number or roll.kind != "check" or roll.void or roll.sealed:
+            continue
+        if (roll.seq or 0) > legacy and roll.id not in mine:
+            report.mismatches.append(
+                Mismatch(
+                    where,
+                    f"check roll {roll.seq} ({roll.check!r} for {roll.character}) was rolled for this round but the"
+                    " round leaves it untold: a round's rolls stand, whichever attempt made them",
+                )
             )
 
 

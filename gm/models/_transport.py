@@ -69,7 +69,7 @@ class ConnectionFailure(HttpFailure):
 
 
 class TimedOut(ConnectionFailure):
-    """No answer within the timeout (to connect, or between two parts of the answer)."""
+    """No whole answer within the timeout: one deadline for connecting, sending and reading, however the bytes come."""
 
 
 # aiohttp's failures, most specific first: a timeout, or a connection failure with aiohttp's reason.
@@ -99,6 +99,9 @@ class Endpoint:
         if project:
             self._headers["OpenAI-Project"] = project
         self._json = {**self._headers, "Content-Type": "application/json"}
+        # One deadline for the whole exchange (`_send`): a server that trickles its answer a byte at a time
+        # never waits long between reads, so a per-read timeout alone would not bound the call.
+        self._deadline = timeout
         self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -114,9 +117,11 @@ class Endpoint:
 
     async def _send(self, method: str, path: str, body: bytes | None, headers: Mapping[str, str]) -> bytes:
         try:
-            async with self._session_here().request(method, self._base + path, data=body, headers=headers) as answer:
-                content = await answer.read()
-                status, answer_headers, charset = answer.status, answer.headers, answer.charset
+            async with asyncio.timeout(self._deadline):  # connecting, sending and reading the whole answer
+                request = self._session_here().request(method, self._base + path, data=body, headers=headers)
+                async with request as answer:
+                    content = await answer.read()
+                    status, answer_headers, charset = answer.status, answer.headers, answer.charset
         except _TIMEOUTS as error:
             raise TimedOut(str(error) or "timed out") from error
         except _FAILURES as error:

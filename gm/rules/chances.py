@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from itertools import accumulate, pairwise
 from typing import Any
 
 from gm import dice
@@ -107,6 +108,14 @@ def check_odds(
     read_value(check, distribution.lowest, target, modifier)  # refuses a missing or unwanted target up front
     per_band = [0] * len(check.bands)
     void = 0
+    if not check.naturals:  # no value moves between bands: sum each run of values that one band holds
+        summed = cumulative(distribution)
+        for start, stop, index in band_runs(check, distribution.lowest, len(distribution.counts), target, modifier):
+            if index is None:
+                void += summed[stop] - summed[start]
+            else:
+                per_band[index] += summed[stop] - summed[start]
+        columns = {}
     for mask, counts in columns.items():
         for index, count in enumerate(counts):
             if not count:
@@ -123,6 +132,52 @@ def check_odds(
     )
     settled = certain(check, target, modifier, edge)
     return CheckOdds(check, target, modifier, distribution, chances, Fraction(void, denominator), settled, edge)
+
+
+_CUMULATIVE: dict[int, tuple[dice.Odds, tuple[int, ...]]] = {}  # by the odds' id, the odds kept so the id stays theirs
+_CUMULATIVE_KEPT = 64
+
+
+def cumulative(odds: dice.Odds) -> tuple[int, ...]:
+    """The running sums of `odds.counts`, from 0 (`summed[stop] - summed[start]` counts a run of values), kept for
+    the last odds asked about: the editor draws many checks of one notation, whose odds it keeps."""
+    kept = _CUMULATIVE.get(id(odds))
+    if kept is not None and kept[0] is odds:
+        return kept[1]
+    summed = tuple(accumulate(odds.counts, initial=0))
+    if len(_CUMULATIVE) >= _CUMULATIVE_KEPT:
+        _CUMULATIVE.pop(next(iter(_CUMULATIVE)), None)
+    _CUMULATIVE[id(odds)] = (odds, summed)
+    return summed
+
+
+def band_runs(
+    check: Check, lowest: int, length: int, target: int | None = None, modifier: int = 0
+) -> list[tuple[int, int, int | None]]:
+    """The runs `(start, stop, band)` of the indices `range(length)` of a distribution beginning at `lowest` whose
+    values one band holds (its index in `check.bands`, None for a gap), in index order.
+
+    The value a band reads moves by one for each step of the roll (down for `under`), so the band can change only
+    where a band ends: the work is in the number of bands, not of values (100d1000kh50 has 49,951 values).
+    """
+    first = read_value(check, lowest, target, modifier)
+    step = -1 if check.compare == "under" else 1
+    cuts = {0, length}
+    for band in check.bands:
+        for end in (band.min, None if band.max is None else band.max + 1):
+            if end is not None:
+                at = (end - first) * step
+                cuts.update(cut for cut in (at, at + 1) if 0 < cut < length)
+    runs: list[tuple[int, int, int | None]] = []
+    ordered = sorted(cuts)
+    for start, stop in pairwise(ordered):
+        found = band_for(check, first + step * start)
+        index = None if found is None else check.bands.index(found)
+        if runs and runs[-1][2] == index:
+            runs[-1] = (runs[-1][0], stop, index)
+        else:
+            runs.append((start, stop, index))
+    return runs
 
 
 def joint_odds(check: Check, edge: Edge | None = None) -> Joint:

@@ -52,7 +52,22 @@ def status_for(error: GmError) -> int:
 async def answer_error(request: Request, error: Exception) -> JSONResponse:
     """The exception handler for every GmError the routes let through."""
     assert isinstance(error, GmError)
-    return JSONResponse(error_body(request.url.path, str(error), status_for(error)), status_code=status_for(error))
+    message = str(error)
+    service = getattr(request.app.state, "service", None)
+    if service is not None:  # no server path reaches a client, whichever error carried it
+        message = service.without_paths(message)
+    return JSONResponse(error_body(request.url.path, message, status_for(error)), status_code=status_for(error))
+
+
+DATABASE_DOWN = "the database cannot be used just now ({reason}); nothing was changed, try again in a moment"
+
+
+def database_answer(path: str, error: Exception) -> JSONResponse:
+    """The 503 for a database failure (a full disk, a server gone), with the database's reason in one sentence."""
+    cause = getattr(error, "orig", None) or error
+    reason = " ".join(str(cause).split())[:120].rstrip(".") or type(cause).__name__
+    body = error_body(path, DATABASE_DOWN.format(reason=reason), 503)
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 
 
 # OpenAI's error `type` and `code` for each status gm answers under /v1.
@@ -65,6 +80,7 @@ OPENAI_KINDS: dict[int, tuple[str, str | None]] = {
     413: ("invalid_request_error", "request_too_large"),
     422: ("invalid_request_error", "invalid_body"),
     500: ("server_error", None),
+    503: ("server_error", "database_unavailable"),
     502: ("server_error", "round_failed"),
     503: ("server_error", "server_stopping"),
 }

@@ -24,12 +24,13 @@ from __future__ import annotations
 import re
 
 from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gm._asgi import GONE, read_body, replaying
 from gm.errors import GmError
-from gm.web._errors import error_body, status_for
+from gm.web._errors import database_answer, error_body, status_for
 from gm.web._limits import MAX_BODY_BYTES
 from gm.web.api import _play
 from gm.web.schemas import MessageIn
@@ -68,6 +69,9 @@ class FastMessages:
         except GmError as error:
             status = status_for(error)
             await JSONResponse(error_body(scope["path"], str(error), status), status_code=status)(scope, receive, send)
+            return
+        except SQLAlchemyError as error:  # as FastAPI's routes answer it (gm.web.app): a 503, not a 500
+            await database_answer(scope["path"], error)(scope, receive, send)
             return
         await Response(played.model_dump_json(), media_type="application/json")(scope, receive, send)
 

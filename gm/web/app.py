@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gm._hosts import LOOPBACK_HOSTS
@@ -19,7 +21,7 @@ from gm.engine.game import Game
 from gm.errors import GmError
 from gm.web import _pages as pages
 from gm.web._api_integrity import router as integrity_router
-from gm.web._errors import answer_error, error_body
+from gm.web._errors import answer_error, database_answer, error_body
 from gm.web._fast_messages import FastMessages
 from gm.web._limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
 from gm.web.api import router
@@ -77,6 +79,7 @@ def create_app(
     app.add_exception_handler(GmError, answer_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(SQLAlchemyError, _database_error)
     app.add_exception_handler(Exception, _internal_error)
     app.openapi = lambda: app.openapi_schema or _described(app)  # type: ignore[method-assign]
     app.add_middleware(FastMessages, service=app.state.service)  # inside the two guards below (gm.web._fast_messages)
@@ -113,6 +116,8 @@ def _unreadable_body(path: str, cause: BaseException | None) -> JSONResponse:
     """A body FastAPI could not read, as one sentence saying why: JSON nested too deeply is invalid JSON (422)."""
     if isinstance(cause, RecursionError):
         return _not_json(path, "it is nested too deeply")
+    if isinstance(cause, ValueError) and "digits" in str(cause):  # Python's limit on converting a long integer
+        return _not_json(path, f"a number in it has more than {sys.get_int_max_str_digits():,} digits")
     # No request found reaches this (bodies that are not UTF-8 are refused before, with their byte).
     return JSONResponse(error_body(path, "the request body could not be read", 400), status_code=400)
 
@@ -142,6 +147,12 @@ async def _invalid_request(request: Request, error: Any) -> JSONResponse:
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "the body"
     message = WORDING.get(str(first.get("type")), first.get("msg", "is not valid"))
     return JSONResponse(error_body(path, f"{where}: {message}", 422), status_code=422)
+
+
+async def _database_error(request: Request, error: Exception) -> JSONResponse:
+    """A database failure in any route (a full disk, a server gone): a 503 with one sentence, never a 500."""
+    log.warning("database failure on %s %s: %s", request.method, request.url.path, error)
+    return database_answer(request.url.path, error)
 
 
 async def _internal_error(request: Request, error: Exception) -> JSONResponse:

@@ -14,7 +14,7 @@ from gm._lru import LRU
 from gm.engine.game import Game
 from gm.errors import BrokenWorld, NotFound, ProblemsError, StoryNotFound, Unauthorized
 from gm.store import Story
-from gm.world.definition import WORLD_FILE, World
+from gm.world.definition import DICE_FILE, WORLD_FILE, World
 from gm.world.loading import LoadedWorlds
 
 WORLD_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -46,22 +46,35 @@ class Service:
     _worlds: LoadedWorlds = field(default_factory=LoadedWorlds, repr=False)  # checked once per content, not per story
 
     def world_names(self) -> list[str]:
+        """The worlds: folders directly in the worlds folder, with a world.json, none reached through a symbolic
+        link that leads out of it (`inside`)."""
         if not self.worlds_dir.is_dir():
             return []
+        root = self.worlds_dir.resolve()
         return sorted(
             entry.name
             for entry in self.worlds_dir.iterdir()
-            if WORLD_NAME.match(entry.name) and (entry / WORLD_FILE).is_file()
+            if WORLD_NAME.match(entry.name) and (entry / WORLD_FILE).is_file() and inside(root, entry)
         )
 
     def world(self, name: str) -> World:
-        """A world of the worlds folder by name; names are checked so nothing outside it is read."""
+        """A world of the worlds folder by name; names and links are checked so nothing outside it is read.
+
+        A broken world's sentence names its files relative to the worlds folder: a client never sees a path."""
         if not WORLD_NAME.match(name) or name not in self.world_names():
             raise NotFound(f"there is no world '{name}'")
         try:
             return self._worlds.load(self.worlds_dir / name)
         except ProblemsError as error:
-            raise BrokenWorld(f"the world '{name}' fails its check: {error}") from None
+            where = error.problems[0] if error.problems else None
+            said = str(error).removeprefix(f"{error.source}: ") if where is not None else "it cannot be read"
+            raise BrokenWorld(self.without_paths(f"the world '{name}' fails its check: {said}")) from None
+
+    def without_paths(self, text: str) -> str:
+        """`text` with the worlds folder's absolute path taken out, whichever way it was spelled."""
+        for spelled in {str(self.worlds_dir.resolve()), str(self.worlds_dir.absolute())}:
+            text = text.replace(spelled + "/", "").replace(spelled, "the worlds folder")
+        return text
 
     def start(
         self,
@@ -135,6 +148,16 @@ class Service:
 
 
 NEEDS_TOKEN = "this story needs its token (Authorization: Bearer ...)"
+WORLD_FILES = (WORLD_FILE, DICE_FILE)
+
+
+def inside(root: Path, folder: Path) -> bool:
+    """Whether the world `folder` and its files stay inside `root` (the worlds folder, resolved) once symbolic
+    links are followed: a link to a world elsewhere, or to a file such as /etc/passwd, is not served."""
+    resolved = folder.resolve()
+    if resolved.parent != root:
+        return False
+    return all((folder / name).resolve().is_relative_to(resolved) for name in WORLD_FILES if (folder / name).exists())
 
 
 def _opens(token_hash: str | None, story_id: str, token: str) -> None:

@@ -52,7 +52,8 @@ def test_a_session_expires_after_its_lifetime() -> None:
     [
         lambda s: s[:-1] + ("A" if s[-1] != "A" else "B"),  # the signature
         lambda s: s.replace(".", ".9", 1),  # the expiry, made later
-        lambda s: "2" + s[1:],  # the version
+        lambda s: "1" + s[1:],  # the version
+        lambda s: s.replace(s.split(".")[2], s.split(".")[2][::-1]),  # the session's id
         lambda s: s.rsplit(".", 1)[0],  # no signature
         lambda s: s + "." + s,
         lambda s: s.replace(s.split(".")[1], "\u0661" * len(s.split(".")[1])),  # non-ASCII digits
@@ -143,3 +144,13 @@ def test_which_hosts_get_a_login() -> None:
     assert login is not None and generated is not None and login.matches(generated)
     with pytest.raises(SettingsError, match="at least"):
         login_for_host("0.0.0.0", "short")
+
+
+def test_a_revoked_session_ends_and_the_live_sessions_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gm.editor.sessions, "LIVE_SESSIONS", 3)
+    login = Login(TOKEN)
+    first, *others = [login.issue() for _ in range(4)]
+    assert not login.valid(first)  # the oldest ended when a fourth began
+    assert all(login.valid(session) for session in others)
+    assert login.revoke(others[0]) and not login.valid(others[0]) and not login.revoke(others[0])
+    assert login.valid(others[1])

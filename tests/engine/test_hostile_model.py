@@ -121,7 +121,10 @@ HOSTILE: dict[str, tuple[Step, str]] = {
     "arguments a number": (written("5"), "refused"),
     "arguments null": (written("null"), "refused"),
     "outcomes an object": (call("narrate", {"narration": "x", "outcomes": {"Mara": "failed"}}), "refused"),
-    "a hundred tool calls": (calls([("roll_dice", {"notation": "1d6", "reason": "x"})] * 100), "accepted"),
+    "a hundred tool calls": (
+        calls([("roll_dice", {"notation": "1d6", "reason": "x"})] * 100),
+        "refused",
+    ),  # over MAX_TOOL_CALLS: none runs
     "escape sequences in plain text": (reply("\x1b]0;PWNED\x07\x1b[2J" * 3), "accepted"),
 }
 

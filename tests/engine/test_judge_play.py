@@ -50,6 +50,8 @@ def lying_game_master() -> Any:
         player = next(
             m["content"] for m in reversed(request["messages"]) if m["role"] == "user" and "[" not in m["content"][:1]
         )
+        # The player's text, though a failed attempt's roll may come with it as a fact (gm.engine._earlier_rolls).
+        player = next((text for text in HONEST_AFTER if text in player), player)
         rolled = [r for r in tool_results(request) if "band" in r]
         if not rolled:
             return call("roll_check", {"check": "notice", "character": "Mara", "reason": "watch the door"})

@@ -184,7 +184,7 @@ def test_tampering_with_the_database_is_caught(
     tamper(store, story)
     report = audit(transcript(store, story))
     assert not report.ok
-    assert caught in str(report.mismatches[0]), report.mismatches
+    assert any(caught in str(mismatch) for mismatch in report.mismatches), report.mismatches
 
 
 def test_the_command_line_says_the_verdict_and_the_first_mismatch(

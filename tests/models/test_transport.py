@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -279,3 +280,50 @@ def test_a_redirected_request_is_not_the_one_later_requests_repeat() -> None:
         server.shutdown()
         server.server_close()
     assert seen == ["/v1/chat/completions", "/moved/chat/completions"] * 3
+
+
+@contextmanager
+def trickling_server(seconds_per_byte: float) -> Iterator[str]:
+    """A server that answers 200 at once, then sends its body one byte every `seconds_per_byte` (issue 40, hole 5)."""
+    data = json.dumps(ANSWER).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            for at in range(len(data)):
+                try:
+                    self.wfile.write(data[at : at + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up
+                    return
+                stop.wait(seconds_per_byte)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    stop = threading.Event()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_answer_that_trickles_in_is_bounded_by_one_total_deadline() -> None:
+    """Each byte comes well within the timeout, but the whole answer would take about 30 s: the call ends at the
+    timeout (1 s here, 120 s by default), as a timeout, not when the last byte arrives."""
+    with trickling_server(0.1) as url:
+        client = ModelClient(ModelSettings(url, "k", "m", timeout=1.0, max_attempts=1))
+        began = time.monotonic()
+        with pytest.raises(ModelUnavailable, match="no answer within 1 s"):
+            asyncio.run(ask(client))
+        assert time.monotonic() - began < 3.0

@@ -201,7 +201,8 @@ def test_errors_in_openais_shape(store: Store, worlds: Path) -> None:
         assert status == 400 and body["error"]["type"] == "invalid_request_error"
         status, body = raw(served.url, "GET", "/v1/embeddings", headers={"Authorization": "Bearer sesame"})
         assert status == 404 and body["error"]["message"] == "there is no /v1/embeddings"
-        status, body = raw(served.url, "POST", "/v1/chat/completions", b"{", {"Content-Type": "application/json"})
+        json_headers = {"Content-Type": "application/json", "Authorization": "Bearer sesame"}
+        status, body = raw(served.url, "POST", "/v1/chat/completions", b"{", json_headers)
         assert status == 422 and body["error"]["message"].startswith("the request body is not valid JSON")
         status, body = raw(
             served.url, "POST", "/v1/chat/completions", b"x" * (9 << 20), {"Authorization": "Bearer sesame"}

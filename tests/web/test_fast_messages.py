@@ -135,3 +135,24 @@ def test_other_requests_go_to_fastapi(store: Store, worlds: Path) -> None:
         too_large = send(client, story, b'{"text": "' + b"a" * 70_000 + b'"}', {**JSON, **auth})
         assert too_large.status_code == 413  # BodyLimit, before the fast path
         assert fast_route(client).answered == 0
+
+
+LONG_NUMBER = b"1" * 4_301  # one digit over Python's limit for converting a string to an int
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/stories", b'{"world": "harbour", "extra": ' + LONG_NUMBER + b"}"),
+        ("/api/stories", b'{"world": ' + LONG_NUMBER + b"}"),
+        ("messages", b'{"text": "hello", "extra": ' + LONG_NUMBER + b"}"),
+        ("/v1/chat/completions", b'{"model": "gm/harbour", "messages": [], "n": ' + LONG_NUMBER + b"}"),
+    ],
+)
+def test_a_number_over_4300_digits_is_the_documented_422(store: Store, worlds: Path, path: str, body: bytes) -> None:
+    with served_app(store, worlds, []) as (client, _):
+        story, token = start(client)
+        path = f"/api/stories/{story}/messages" if path == "messages" else path
+        answer = client.post(path, content=body, headers={**JSON, "Authorization": f"Bearer {token}"})
+        assert answer.status_code == 422, answer.text
+        assert "not valid JSON (a number in it has more than 4,300 digits)" in answer.text

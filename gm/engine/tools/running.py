@@ -41,6 +41,8 @@ from gm.store import RollRecord
 from gm.world.calendar import advance, duration_text
 from gm.world.definition import World
 
+MAX_TOOL_CALLS = 32  # tool calls run from one model message; a message with more is refused whole (gm.engine._machine)
+MAX_ROLLS = 64  # rolls one attempt at a round may make; the next is refused, and the model told to narrate
 CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
 
@@ -100,6 +102,7 @@ class RoundTools:
     clock: int | None = None  # the story's time (gm.world.calendar), moved on by advance_time; None without a calendar
     dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.engine.typed_dice)
     typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
+    bound: set[int] = field(default_factory=set)  # failed attempts' check rolls in play, not yet asked for again
 
     def next_message(self) -> None:
         """A new message of the model's begins: it has now read the result of every roll so far."""
@@ -118,6 +121,7 @@ class RoundTools:
         return any(roll.kind == "check" and not roll.void for roll in self.rolls)
 
     def roll_check(self, arguments: dict[str, Any]) -> ToolReply:
+        self._room_for_a_roll()
         rules = self.world.rules
         assert rules is not None  # roll_check is only offered, and so only accepted, with rules
         if arguments["check"] not in rules:
@@ -137,6 +141,9 @@ class RoundTools:
         net = opposed_modifier(modifier, against) if opponent is not None else modifier
         for roll in [*self.rolls, *self.earlier]:
             if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
+                if roll.id in self.bound:  # a failed attempt's roll, asked for here the first time: told in full
+                    self.bound.discard(roll.id)
+                    return ToolReply({**_check_content(roll, repeated=False), "earlier_attempt": EARLIER_NOTE})
                 if roll not in self.rolls:
                     self.rolls.append(roll)
                 return ToolReply(_check_content(roll, repeated=True))
@@ -186,7 +193,16 @@ class RoundTools:
             content["secret"] = SECRET_NOTE
         return ToolReply(content)
 
+    def _room_for_a_roll(self) -> None:
+        """Refuse a roll past `MAX_ROLLS` in this round, with what the model can do instead."""
+        if len(self.rolls) >= MAX_ROLLS:
+            raise ModelRetry(
+                f"this round has made {len(self.rolls)} rolls, the most one round may; nothing more was rolled."
+                " Narrate the round with the rolls it has"
+            )
+
     def roll_dice(self, arguments: dict[str, Any]) -> ToolReply:
+        self._room_for_a_roll()
         try:
             expression = dice.parse(arguments["notation"])
             dice.require_dice(expression)  # a "roll" of a bare number would be a number nobody rolled
@@ -266,6 +282,20 @@ class RoundTools:
         replayed = [record for record in self.earlier if record.kind == "check" and not record.void]
         self.rolls.extend(replayed)
         return [check_fact(record, self.world) for record in replayed]
+
+    def bind_retried_checks(self) -> list[str]:
+        """A failed attempt's check rolls bind this attempt, as a regenerated round's do: in play from the start,
+        each given as a fact with its band, and each must be told, whichever check this attempt asks for."""
+        held = {record.id for record in self.rolls}
+        bound = [
+            record
+            for record in self.retried.rolls
+            if record.kind == "check" and not record.void and record.id not in held
+        ]
+        self.retried.taken(record.id for record in bound)
+        self.bound.update(record.id for record in bound if record.id is not None)
+        self.rolls.extend(bound)
+        return [check_fact(record, self.world) + EARLIER_FACT for record in bound]
 
     def narrate(self, arguments: dict[str, Any]) -> ToolReply:
         """Propose the round's ending; the referee rules on it next (`refusals`)."""

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from gm.engine.commands import HELP, Command, RollDice, Say, SetDice, Simple
 from gm.engine.results import RoundPaused, RoundResult
+from gm.engine.transcript import player_sealed
 from gm.errors import CompatError, Conflict, GmError, NotFound, StoryBusy
 from gm.store import FORKED_FROM, Story
 from gm.transcript.shapes import RoundPublic, as_utc
@@ -359,7 +360,11 @@ class ChatPlay:
         last = self.app.game.store.round(story.id, story.rounds)  # /open
         if last is None or not last.rolls:
             return "The last round rolled no dice." if last else "No round has been played yet."
-        rolls = RoundPublic.from_record(last, self.app.game.world(story.id)).rolls
+        world = self.app.game.world(story.id)
+        sealed = player_sealed(self.app.game.store, story, world)  # a secret roll stays sealed here too
+        rolls = [roll for roll in RoundPublic.from_record(last, world).rolls if roll.id not in sealed]
+        if not rolls:
+            return "The last round's dice are secret until they are revealed, or the story ends."
         return "\n\n".join(dice_card(roll, opened_now=True) for roll in rolls)
 
     def _notice(self, story: Story, swipe: bool, held: int) -> str:

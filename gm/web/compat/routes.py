@@ -23,11 +23,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 
 from gm.errors import BrokenWorld, CompatError, GmError, NotFound
 from gm.web._errors import openai_error, status_for
 from gm.web.api import ServiceDep, TokenDep
+from gm.web.compat._body import read_chat
 from gm.web.compat._play import ChatPlay, Prepared
 from gm.web.compat.messages import (
     CONNECTED,
@@ -44,20 +44,6 @@ KEEPALIVE_SECONDS = 10.0  # an SSE comment while a streamed round is played, so 
 DISCONNECT_POLL_SECONDS = 0.25  # how often a plain (not streamed) request asks whether its client went away
 CHAT_ID_HEADERS = ("x-openwebui-chat-id",)
 USER_ID_HEADERS = ("x-openwebui-user-id",)
-
-
-class ChatIn(BaseModel):
-    """The parts of a chat completion request gm reads; every other field (temperature, top_p, top_k, stop,
-    max_tokens, presence_penalty, logit_bias, tools, and the front ends' own) is accepted and not used: the game
-    master's model is gm's, with gm's settings."""
-
-    model_config = ConfigDict(extra="allow")
-
-    model: str = Field(max_length=200)
-    messages: list[Any]
-    stream: bool | None = False
-    n: int | None = 1
-    stream_options: dict[str, Any] | None = None
 
 
 @router.get("/models")
@@ -86,11 +72,13 @@ def _model(name: str) -> dict[str, Any]:
 
 
 @router.post("/chat/completions", response_model=None)
-async def chat_completions(
-    body: ChatIn, request: Request, app: ServiceDep, token: TokenDep
-) -> dict[str, Any] | StreamingResponse:
-    """Play the chat's last user message as a round of the chat's story (or a command), and answer as a model."""
+async def chat_completions(request: Request, app: ServiceDep, token: TokenDep) -> dict[str, Any] | StreamingResponse:
+    """Play the chat's last user message as a round of the chat's story (or a command), and answer as a model.
+
+    The API token is checked before the body is parsed, and the body is parsed and read in a worker thread
+    (`gm.web.compat._body`): a big chat's history must not hold up the server's other requests."""
     app.check_api_token(token)
+    body = await asyncio.to_thread(read_chat, await request.body())
     if body.n not in (None, 1):
         raise CompatError("gm answers one choice per request; set n to 1")
     name = parse_model(body.model)
@@ -99,7 +87,8 @@ async def chat_completions(
             raise NotFound(f"there is no model '{model_id(name.world)}'; GET /v1/models lists gm's models")
         return _completion(body.model, CONNECTED, "Hi")
     peer = request.client.host if request.client is not None else ""
-    play = ChatPlay(app, name, read_request(body.messages), chat_hint(request.headers), peer=peer)
+    chat = await asyncio.to_thread(read_request, body.messages)
+    play = ChatPlay(app, name, chat, chat_hint(request.headers), peer=peer)
     usage = bool((body.stream_options or {}).get("include_usage"))
     target = await play.prepare()  # every refusal (a busy story's 409 too) comes before a stream starts
     if body.stream:
