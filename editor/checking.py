@@ -20,7 +20,7 @@ from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .calendar_form import calendar_field_ids
-from .dice_form import BAND_FIELDS, CHECK_FIELDS, NATURAL_FIELDS, DiceDraft, dice_data
+from .dice_form import BAND_FIELDS, CHECK_FIELDS, NATURAL_FIELDS, DiceDraft, dice_data, effects_data
 from .sheet_form import sheet_field_id, sheet_field_ids
 from .world_form import WorldDraft, variable_rows, world_data
 
@@ -77,7 +77,7 @@ def dice_field_ids(draft: DiceDraft) -> set[str]:
         ids.update(f"{prefix}-{name}" for name in CHECK_FIELDS)
         for band in range(len(check.bands)):
             ids.add(f"{prefix}-bands-{band}")
-            ids.update(f"{prefix}-bands-{band}-{name}" for name in (*BAND_FIELDS, "critical"))
+            ids.update(f"{prefix}-bands-{band}-{name}" for name in (*BAND_FIELDS, "critical", "effects"))
     return ids
 
 
@@ -105,6 +105,10 @@ def check_dice(draft: DiceDraft, world: Any | None) -> Findings:
     data = dice_data(draft)
     known = dice_field_ids(draft)
     findings = Findings()
+    for number, check in enumerate(draft.checks):
+        for band_number, band in enumerate(check.bands):
+            for message in effects_data(band.effects)[1]:
+                findings.add(f"checks-{number}-bands-{band_number}-effects", Problem("$", message))
     if world is None:
         for problem in validate(data):
             findings.add(nearest(_joined(problem.path), known), replace(problem, file=DICE_FILE))

@@ -43,7 +43,7 @@ CHECK_ORDER = (
     "bands",
 )
 NATURAL_ORDER = ("face", "sides", "step", "band")
-BAND_ORDER = ("label", "min", "max", "result", "critical")
+BAND_ORDER = ("label", "min", "max", "result", "critical", "effects")
 WORLD_ORDER = ("title", "premise", "instructions", "characters", "calendar")
 CALENDAR_ORDER = ("months", "weekdays", "era", "start", "parts_of_day")
 START_ORDER = ("year", "month", "day", "time", "weekday")

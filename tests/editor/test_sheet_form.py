@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from gm.editor.saving import world_text
@@ -163,3 +164,43 @@ def test_a_kind_switched_back_keeps_what_was_typed(client: TestClient, worlds: P
         client, "/worlds/harbour-heist", {**fields, "characters-0-variables-3-kind": "items", "action": "save"}
     )
     assert saved.headers["location"].endswith("saved=same") and path.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["harbour-heist", "storm-wall", "ward-nine", "tea-house"])
+def test_saving_a_sample_world_unchanged_writes_nothing(client: TestClient, worlds: Path, name: str) -> None:
+    before = (worlds / name / "world.json").read_bytes()
+    saved = submit(client, f"/worlds/{name}", "save")
+    assert saved.status_code == 303 and saved.headers["location"].endswith("saved=same")
+    assert (worlds / name / "world.json").read_bytes() == before
+
+
+# A band's effects in the Dice form.
+
+
+def test_a_bands_effects_are_shown_on_one_line_and_saved_back(client: TestClient, worlds: Path) -> None:
+    path = worlds / "harbour-heist" / "dice.json"
+    fields = form_of(client.get("/worlds/harbour-heist/dice").text)
+    assert fields["checks-3-bands-0-effects"] == "-1d2 grit"
+    assert fields["checks-3-bands-4-effects"] == "-1d2 grit of opponent"
+    assert fields["checks-1-bands-0-effects"] == ""
+    page = submit(
+        client, "/worlds/harbour-heist/dice", "save", {"checks-1-bands-0-effects": "-1d3 grit; -1 coin of self"}
+    )
+    assert page.status_code == 422  # -1 rolls no dice
+    assert problems_at(page.text, "checks-1-bands-0-all")[0].startswith("error: effects: 'by' must be dice notation")
+    saved = submit(
+        client, "/worlds/harbour-heist/dice", "save", {"checks-1-bands-0-effects": "-1d3 grit; -1d4 coin of self"}
+    )
+    assert saved.status_code == 303
+    band = json.loads(path.read_text())["checks"][1]["bands"][0]
+    assert band["effects"] == [{"variable": "grit", "by": "-1d3"}, {"variable": "coin", "of": "self", "by": "-1d4"}]
+
+
+def test_an_effect_that_cannot_be_read_is_shown_at_its_band(client: TestClient, worlds: Path) -> None:
+    before = (worlds / "harbour-heist" / "dice.json").read_bytes()
+    page = submit(client, "/worlds/harbour-heist/dice", "save", {"checks-1-bands-0-effects": "-1d2"})
+    assert page.status_code == 422
+    assert problems_at(page.text, "checks-1-bands-0-all") == [
+        "error: effects: cannot read the effect '-1d2': write an amount and a variable, such as -1d6 hp"
+    ]
+    assert (worlds / "harbour-heist" / "dice.json").read_bytes() == before
