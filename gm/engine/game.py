@@ -142,6 +142,9 @@ class Game:
             dice_data=world.dice_data,
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
             clock=0 if world.calendar is not None else None,  # the calendar's start date and time
+            sheet=world.start_sheets
+            if world.sheet_changes
+            else None,  # the sheets a story starts with (gm.world.sheet)
         )
         story_id = self.store.create_story(story, first_seed() if fair else None).id
         # built from the very data stored: its first round need not rebuild it

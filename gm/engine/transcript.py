@@ -10,6 +10,7 @@ from __future__ import annotations
 from gm.integrity.secret import sealed_ids, stub, visible
 from gm.store import FORKED_FROM, Store, Story
 from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.transcript.sheets import ChangePublic
 from gm.world.definition import World, whole_number, world_from_data
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
@@ -25,6 +26,12 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
     world = world_from_data(story.world_data, story.dice_data)
     unfinished = store.unfinished_attempts(story_id)
     rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    changes = [ChangePublic.from_stored(change) for change in store.sheet_changes(story_id)]
+    by_round: dict[int, list[ChangePublic]] = {}
+    for change in changes:
+        by_round.setdefault(change.round, []).append(change)
+    for round_ in rounds:
+        round_.changes = by_round.get(round_.number, [])
     inherited = store.inherited_rolls(story)  # a fork's chain begins with its parent's rolls (gm.store._forks)
     sealed = sealed_ids(store, story_id, world) if player else set()
     if player:  # an inherited secret roll stays sealed as long as it is in the story it was rolled in
@@ -48,6 +55,9 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
             stub(public) if public.id in sealed else public
             for public in (RollPublic.from_stored(roll, world) for roll in [*inherited, *store.story_rolls(story_id)])
         ],
+        sheet_start=world.start_sheets if world.sheet_changes else None,
+        sheet_length=story.sheet_length,
+        sheet_head=story.sheet_head,
     )
     return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
 
