@@ -10,6 +10,7 @@ from __future__ import annotations
 from gm.integrity.secret import sealed_ids, stub, visible
 from gm.store import FORKED_FROM, Store, Story
 from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.transcript.sheet_view import change_text, sheet_lines
 from gm.transcript.sheets import ChangePublic
 from gm.world.definition import World, whole_number, world_from_data
 
@@ -150,6 +151,8 @@ def render_transcript(data: TranscriptPublic) -> str:
     lines += [f"Note: {notice}." for notice in story.notices]
     if story.time is not None:
         lines.append(f"Now: {story.time}")
+    if story.sheet is not None:  # the characters' sheets now, as the database holds them (gm.transcript.sheet_view)
+        lines += ["Sheets now:", *(f"  {line}" for line in sheet_lines(story.sheet))]
     if story.fair:
         lines.append(f"Fair dice: the next rolls' seed has the commitment {story.commitment}")
         integrity = data.integrity
@@ -169,6 +172,7 @@ def render_transcript(data: TranscriptPublic) -> str:
         for outcome in record.outcomes:
             via = f" (roll {outcome.roll})" if outcome.roll is not None else ""
             lines.append(f"  [outcome] {outcome.character}: {outcome.result}{via}")
+        lines += [f"  [sheet] {change_text(change)}" for change in record.changes]
         if record.judge is not None:
             for verdict in record.judge.verdicts:
                 quote = f" ('{verdict.quote}')" if verdict.quote else ""
