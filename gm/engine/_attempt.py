@@ -246,6 +246,8 @@ def accept(
         model_calls=len(state.calls),
         regenerated=state.regenerating,
         changes=[ChangePublic.from_stored(change) for change in sheet.changes] if sheet is not None else [],
+        sheet_hash=record.sheet_hash,
+        attempt=state.attempt_id,
         sheet=sheet.sheets if sheet is not None else None,
     )
 

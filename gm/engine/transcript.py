@@ -11,8 +11,9 @@ from gm.integrity.secret import sealed_ids, stub, visible
 from gm.store import FORKED_FROM, Store, Story
 from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
 from gm.transcript.sheet_view import change_text, sheet_lines
-from gm.transcript.sheets import ChangePublic
+from gm.transcript.sheets import ChangePublic, SheetsPublic
 from gm.world.definition import World, whole_number, world_from_data
+from gm.world.sheet import value_text
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
@@ -61,6 +62,17 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
         sheet_head=story.sheet_head,
     )
     return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
+
+
+def sheets(store: Store, story_id: str) -> SheetsPublic:
+    """The story's sheets now, in words too, and every change its accepted rounds made (`SheetsPublic`)."""
+    story = store.story(story_id)
+    current = story.sheet
+    shown = {
+        name: {key: value_text(entry) for key, entry in entries.items()} for name, entries in (current or {}).items()
+    }
+    changes = [ChangePublic.from_stored(change) for change in store.sheet_changes(story_id)]
+    return SheetsPublic(story=story_id, sheet=current, shown=shown, changes=changes)
 
 
 def story_public(store: Store, story: Story, commitment: str | None = None) -> StoryPublic:

@@ -35,6 +35,7 @@ class StoredRound(Protocol):
     judgement: dict[str, Any] | None
     clock: int | None
     sheet_hash: str | None
+    attempt_id: str
 
 
 class StoredStory(Protocol):
@@ -249,6 +250,7 @@ class RoundPublic(BaseModel):
     time: str | None = None  # the same in words, on the world's calendar
     changes: list[ChangePublic] = []  # what the round changed on the characters' sheets, in order (gm.world.sheet)
     sheet_hash: str | None = None  # the hash of the story's last sheet change when the round ended
+    attempt: str | None = None  # the attempt that played the round as it was accepted
 
     @classmethod
     def from_record(cls, record: StoredRound, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
@@ -264,6 +266,7 @@ class RoundPublic(BaseModel):
             clock=record.clock,
             time=world.calendar.text(record.clock) if world and world.calendar and record.clock is not None else None,
             sheet_hash=record.sheet_hash,
+            attempt=record.attempt_id,
         )
 
 

@@ -71,3 +71,14 @@ class ChangePublic(BaseModel):
             clamped=record.clamped,
             prev_hash=record.prev_hash,
         )
+
+
+class SheetsPublic(BaseModel):
+    """A story's sheets: the characters' sheets now (gm.world.sheet's normal form, `{character: {variable: entry}}`),
+    each as the game master reads it in words, and every accepted change in order. `sheet` is null in a world
+    whose sheets cannot change. What `GET /api/stories/{id}/sheet` answers and `gm.engine.transcript.sheets` gives."""
+
+    story: str
+    sheet: dict[str, Any] | None = None
+    shown: dict[str, dict[str, str]] = {}
+    changes: list[ChangePublic] = []
