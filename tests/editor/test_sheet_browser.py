@@ -9,17 +9,33 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gm.editor import create_app
 from gm.world.definition import validate_world
-from tests.editor.test_browser import HIDE_STICKY, opened_page, serving
+from tests.support.browser import opened_page as open_page
 from tests.support.browser import sync_api
 from tests.support.paths import ARTIFACTS, SAMPLE_WORLDS
+from tests.support.web import uvicorn_in_thread
 
 SCREENSHOT = ARTIFACTS / "editor-sheet.png"
+HIDE_STICKY = ".actions { position: static; }"  # the Save bar sticks to the window's foot; not over the picture
+
+
+@contextmanager
+def serving(worlds: Path) -> Iterator[str]:
+    """The editor under uvicorn on 127.0.0.1 (a free port) in a thread; yields its address."""
+    with uvicorn_in_thread(create_app(worlds), "127.0.0.1") as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+def opened_page(browser: Any) -> Any:
+    return open_page(browser, width=1200, height=1000)
 
 
 @pytest.fixture
