@@ -189,7 +189,9 @@ def validate_world(world_data: Any, dice_data: Any | None = None) -> list[Proble
     if dice_data is not None:
         dice_problems = validate_dice(dice_data)
         world_problems.extend(_modifier_type_problems(characters, dice_data))
-        dice_problems.extend(_modifier_problems(characters, _usable_checks(dice_data, dice_problems)))
+        usable = _usable_checks(dice_data, dice_problems)
+        dice_problems.extend(_modifier_problems(characters, usable))
+        dice_problems.extend(_effect_problems(characters, usable))
     return [replace(problem, file=WORLD_FILE) for problem in sorted(world_problems, key=document_order)] + [
         replace(problem, file=DICE_FILE) for problem in sorted(dice_problems, key=document_order)
     ]
@@ -301,6 +303,22 @@ def _modifier_problems(characters: list[tuple[int, dict[str, Any]]], checks: lis
             # Only gaps of absolute checks are errors. Warnings are dropped: a band out of one character's
             # reach is no mistake, and an over/under check's gaps depend on the target (a roll there is void).
             problems.extend(problem for problem in found if problem.severity == "error")
+    return problems
+
+
+def _effect_problems(characters: list[tuple[int, dict[str, Any]]], checks: list[tuple[int, Check]]) -> list[Problem]:
+    """A band effect on a variable no character holds as a bounded number: it can never change anything (a warning)."""
+    numbers = {name for _, raw in characters for name, value in _variables(raw).items() if kind_of(value) == "number"}
+    problems = []
+    for index, check in checks:
+        for number, band in enumerate(check.bands):
+            for place, effect in enumerate(band.effects):
+                if effect.variable not in numbers:
+                    message = (
+                        f"no character has '{effect.variable}' as a bounded number, so this effect changes nothing"
+                    )
+                    path = f"$.checks[{index}].bands[{number}].effects[{place}].variable"
+                    problems.append(Problem(path, message, "warning"))
     return problems
 
 

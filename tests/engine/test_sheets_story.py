@@ -26,6 +26,7 @@ from gm.integrity.audit import audit
 from gm.store import Store
 from gm.testing import call, honest_judge, is_sheet_judge_request, length, reply, sheet_judge_answer
 from gm.world.loading import load_world
+from tests.support.command_line import gm
 from tests.support.rounds import table, tool_results
 from tests.support.worlds import write_world
 
@@ -205,7 +206,7 @@ def replay(start: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, An
     return sheets
 
 
-def test_a_50_round_story_keeps_every_sheet_honest(store: Store, tmp_path: Path) -> None:
+def test_a_50_round_story_keeps_every_sheet_honest(store: Store, database_url: str, tmp_path: Path) -> None:
     world_path = write_world(tmp_path / "customs", WORLD, DICE)
     master = GameMaster()
 
@@ -251,11 +252,16 @@ def test_a_50_round_story_keeps_every_sheet_honest(store: Store, tmp_path: Path)
     assert [(c.item, c.amount) for c in regenerated] == [("coins", 2)]
     # The audit passes; a tampered change, or a tampered value, fails it.
     assert audit(transcript(store, story)).ok, audit(transcript(store, story)).mismatches
+    database = {"GM_DATABASE_URL": database_url}
+    passed = gm("audit", story, env=database)
+    assert passed.returncode == 0 and "checks out" in passed.stdout, passed
     with store.engine.begin() as connection:
         connection.execute(
             text("UPDATE sheet_changes SET amount = amount - 1 WHERE story_id = :s AND seq = 2"), {"s": story}
         )
     assert not audit(transcript(store, story)).ok
+    failed = gm("audit", story, env=database)
+    assert failed.returncode != 0 and "sheet change 2" in failed.stdout + failed.stderr, failed
     with store.engine.begin() as connection:
         connection.execute(
             text("UPDATE sheet_changes SET amount = amount + 1 WHERE story_id = :s AND seq = 2"), {"s": story}

@@ -157,3 +157,11 @@ def test_a_bad_effect_amount_in_dice_json_is_a_problem_at_its_path() -> None:
     }
     problems = validate_world(WORLD, broken)
     assert any(p.path == "$.checks[0].bands[0].effects[0].by" and p.file == "dice.json" for p in problems), problems
+
+
+def test_an_effect_on_a_number_nobody_holds_is_a_warning() -> None:
+    band = {**DICE["checks"][0]["bands"][0], "effects": [{"variable": "mana", "by": "-1d4"}]}
+    dice = {"checks": [{**DICE["checks"][0], "bands": [band, DICE["checks"][0]["bands"][1]]}]}
+    problems = validate_world(WORLD, dice)
+    found = [p for p in problems if p.path == "$.checks[0].bands[0].effects[0].variable"]
+    assert [(p.severity, p.file) for p in found] == [("warning", "dice.json")] and "'mana'" in found[0].message
