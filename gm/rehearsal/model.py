@@ -204,21 +204,26 @@ class RehearsalModel:
             raise RehearsalStuck(f"The rehearsal model's plain narration was refused ({clause(reason)}).")
         every = tool_results(after)
         results = [(name, result) for name, result in every if name != "advance_time"]
+        replayed = _replayed(turn.facts)  # a round played again: its check rolls, told again as they came out
         if not results:
             if "advance_time" in tool_names(tools) and not any(name == "advance_time" for name, _ in every):
                 advance = self._time_passing(world, messages, turn.text)
                 if advance is not None:
                     return None, [self._call("advance_time", asdict(advance))]
-            # Words that only let time pass ("I wait until nightfall") are no risky action: no catch-all for them.
-            waited = any(name == "advance_time" and "now" in result for name, result in every)
-            return self._first_call(world, turn.text, turn.facts, tools, catch_all_ok=not waited)
-        name, last = results[-1]
-        if name == "narrate" and "error" in last:
-            raise RehearsalStuck(f"The rehearsal model's narration was refused ({clause(str(last['error']))}).")
+            if not replayed:
+                # Words that only let time pass ("I wait until nightfall") are no risky action: no catch-all for them.
+                waited = any(name == "advance_time" and "now" in result for name, result in every)
+                return self._first_call(world, turn.text, turn.facts, tools, catch_all_ok=not waited)
+        elif results[-1][0] == "narrate" and "error" in results[-1][1]:
+            raise RehearsalStuck(
+                f"The rehearsal model's narration was refused ({clause(str(results[-1][1]['error']))})."
+            )
         rolled: dict[Any, dict[str, Any]] = {}
         for called, result in results:
             if called == "roll_check" and "band" in result:
                 rolled.setdefault(result.get("roll"), result)
+        for result in replayed:
+            rolled.setdefault(result["roll"], result)
         if rolled:
             if "change_sheet" in tool_names(tools):  # the sheet rules, one change a call (gm.rehearsal._sheets)
                 planned = planned_changes(world, turn.text, list(rolled.values()), sheets_in_prompt(messages))
@@ -228,7 +233,7 @@ class RehearsalModel:
             narration = self._narrate(turn.text, list(rolled.values()))
             narration["narration"] = "\n".join([narration["narration"], *sheet_lines(made_changes(results))])
             return None, [self._call("narrate", narration)]
-        name, last = next((item for item in reversed(results) if item[0] != "change_sheet"), results[-1])
+        _, last = next((item for item in reversed(results) if item[0] != "change_sheet"), results[-1])
         said = lead(safe(first_sentence(turn.text)))
         if last.get("void"):
             check, who = self._check_name(str(last.get("check"))), last.get("character")
@@ -252,14 +257,6 @@ class RehearsalModel:
     ) -> tuple[str | None, list[ToolCall]]:
         """The round's first answer: the facts told, a check rolled, or plain text saying nothing needed a roll."""
         said = lead(safe(first_sentence(speech)))
-        replayed = [rolled for fact in facts if (rolled := read_check_fact(fact)) is not None]
-        if replayed:  # a round played again: tell its check rolls again, as they came out
-            results = [
-                {"roll": r.roll, "check": r.check, "character": r.character, "band": r.band, "result": r.result}
-                | ({"critical": True} if r.critical else {})
-                for r in replayed
-            ]
-            return None, [self._call("narrate", self._narrate(speech, results))]
         if facts:
             told = " ".join(safe(fact.rstrip(".")) + "." for fact in facts)
             return f"{MARK} {said}The player's own dice decide it: {told} Nothing else needed a roll.", []
@@ -376,3 +373,13 @@ class RehearsalModel:
         if tools:
             return None, [self._call(tool_names(tools).pop(), verdicts)]
         return json.dumps(verdicts), []
+
+
+def _replayed(facts: Sequence[str]) -> list[dict[str, Any]]:
+    """The check rolls a round played again already has, from its facts, shaped as roll_check's answers."""
+    return [
+        {"roll": r.roll, "check": r.check, "character": r.character, "band": r.band, "result": r.result}
+        | ({"critical": True} if r.critical else {})
+        for fact in facts
+        if (r := read_check_fact(fact)) is not None
+    ]

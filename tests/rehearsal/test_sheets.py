@@ -7,9 +7,12 @@ import asyncio
 import shutil
 from pathlib import Path
 
+import pytest
+
 from gm import dice
 from gm.engine.game import Game
 from gm.engine.transcript import transcript
+from gm.errors import RoundFailed
 from gm.integrity.audit import audit
 from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
@@ -83,3 +86,42 @@ def test_a_band_effect_spares_the_wound_rule_and_a_success_clears_a_condition(st
         ["Odile's grit 3 -> 1 (-2, effect)", "Odile's state: spotted on"],  # no second loss of grit
         ["Odile's state: spotted off"],
     ]
+
+
+def test_a_round_told_again_makes_the_same_changes(store: Store, tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(HEIST, tmp_path / "harbour-heist"))
+
+    async def play() -> tuple[str, str]:
+        game = Game(RehearsalModel(load_world(folder)), store, source=dice.GivenFaces([5]))
+        story = game.start_story(folder)
+        await game.play(story, "I creep along the quay, trying not to be spotted.")
+        again = await game.regenerate(story)
+        await game.settle()
+        return story, again.narration
+
+    story, narration = asyncio.run(play())
+    whole = transcript(store, story)
+    assert [[text_of(change) for change in round_.changes] for round_ in whole.rounds] == [
+        ["Odile's grit 3 -> 2 (-1)", "Odile's state: spotted on"]
+    ]
+    assert "(rehearsal) Sheet: Odile's grit 3 -> 2 (-1)." in narration.splitlines()
+    assert audit(whole).ok
+
+
+@pytest.mark.xfail(
+    reason="a round told again makes its band effects again before the game master's first call, but the engine's"
+    " facts do not say what they changed, so no telling (the rehearsal's or a model's) can name them",
+    raises=RoundFailed,
+)
+def test_a_round_told_again_tells_its_band_effects_again(store: Store, tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(HEIST, tmp_path / "harbour-heist"))
+
+    async def play() -> str:
+        game = Game(RehearsalModel(load_world(folder)), store, source=dice.GivenFaces([1, 2, 2]))
+        story = game.start_story(folder)
+        await game.play(story, "I climb the wet wall.")  # a natural 1: Critical failure, -1d2 grit
+        again = await game.regenerate(story)
+        await game.settle()
+        return again.narration
+
+    assert "(rehearsal) Sheet: Odile's grit 3 -> 1 (-2, effect)." in asyncio.run(play()).splitlines()
