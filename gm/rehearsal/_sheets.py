@@ -213,10 +213,36 @@ def sheet_lines(made: Sequence[str]) -> list[str]:
     return [f"{SHEET_LINE}{text}." for text in made]
 
 
+def again_lines(world: World, replayed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """For a round told again: a line for each band effect the engine made again before the rehearsal was called
+    (the facts it is given do not say what they changed, so the line says which effect it was)."""
+    lines = []
+    for result in replayed:
+        named = str(result["check"])  # a fact names the check by its name; a tool answer by its key
+        checks = world.rules.checks if world.rules else ()
+        check = next((check for check in checks if named in (check.key, check.name)), None)
+        band = next((band for band in check.bands if band.label == result["band"]), None) if check else None
+        if band is None:
+            continue
+        for effect in band.effects:
+            lines.append(
+                f"{SHEET_LINE}{band.label} makes its effects again ({effect.by} {effect.variable} of {effect.of})."
+            )
+    return lines
+
+
+_EFFECT_CHANGE = re.compile(r"^(.+?)'s (.+?) -?\d+ -> -?\d+ \([+-]\d+, effect")
+
+
 def sheet_verdict(request: SheetRequest) -> dict[str, Any]:
-    """The rehearsal's sheet judge: each change told when its words stand in the narration; nothing invented."""
+    """The rehearsal's sheet judge: each change told when its words stand in the narration, or, for a band
+    effect made again in a round told again, when a line says that effect was made again; nothing invented."""
+    again = [line for line in request.narration.splitlines() if line.startswith(SHEET_LINE) and "effects again" in line]
     made = []
     for number, text in enumerate(request.made, 1):
-        told = text in request.narration
+        effect = _EFFECT_CHANGE.match(text)
+        told = text in request.narration or (
+            effect is not None and any(f" {effect.group(2)} of " in line for line in again)
+        )
         made.append({"number": number, "told": told, "quote": text if told else ""})
     return {"made": made, "invented": []}

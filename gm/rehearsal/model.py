@@ -84,7 +84,14 @@ from gm.rehearsal._checks import (
     why_not_rolled,
 )
 from gm.rehearsal._clock import Advance, time_wanted
-from gm.rehearsal._sheets import made_changes, planned_changes, sheet_lines, sheet_verdict, sheets_in_prompt
+from gm.rehearsal._sheets import (
+    again_lines,
+    made_changes,
+    planned_changes,
+    sheet_lines,
+    sheet_verdict,
+    sheets_in_prompt,
+)
 from gm.rehearsal._texts import (
     MARK,
     clause,
@@ -231,7 +238,8 @@ class RehearsalModel:
                 if asked < len(planned):
                     return None, [self._call("change_sheet", {"changes": [planned[asked]]})]
             narration = self._narrate(turn.text, list(rolled.values()))
-            narration["narration"] = "\n".join([narration["narration"], *sheet_lines(made_changes(results))])
+            told = [*again_lines(world, replayed), *sheet_lines(made_changes(results))]
+            narration["narration"] = "\n".join([narration["narration"], *told])
             return None, [self._call("narrate", narration)]
         _, last = next((item for item in reversed(results) if item[0] != "change_sheet"), results[-1])
         said = lead(safe(first_sentence(turn.text)))
