@@ -154,3 +154,24 @@ def test_the_api_serves_the_sheets(store: Store, tmp_path: Path) -> None:
         shown = client.get(f"/api/stories/{story}", headers=auth).json()
         assert shown["story"]["sheet"] == after["sheet"] and shown["rounds"][0]["changes"] == after["changes"]
         assert json.dumps(shown["integrity"]["sheet_start"]["Mara"]["hp"]) == '{"value": 10, "min": 0, "max": 10}'
+
+
+def test_a_fork_starts_from_the_sheets_at_its_round_and_audits(store: Store, tmp_path: Path) -> None:
+    world = write_world(tmp_path / "customs", WORLD, DICE)
+
+    async def play() -> Any:
+        script = [hurt(-2), narrate("She falls."), hurt(-3), narrate("She falls again."), hurt(-1), narrate("Ow.")]
+        async with table(store, script) as t:
+            story = t.game.start_story(world)
+            await t.game.play(story, "I climb.")
+            await t.game.play(story, "I climb on.")
+            fork = store.fork_story(story, 1, {}, "ab" * 32).id
+            await t.game.play(fork, "I climb elsewhere.")
+            return story, fork
+
+    story, fork = run(play())
+    assert store.story(story).sheet["Mara"]["hp"]["value"] == 5  # type: ignore[index]
+    assert store.story(fork).sheet["Mara"]["hp"]["value"] == 7  # type: ignore[index]  # 10 - 2 at the fork, then - 1
+    assert [(c.round_number, c.after) for c in store.sheet_changes(fork)] == [(1, 8), (2, 7)]
+    assert audit(transcript(store, story)).ok
+    assert audit(transcript(store, fork)).ok, audit(transcript(store, fork)).mismatches
