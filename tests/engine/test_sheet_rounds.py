@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gm.engine.results import RoundPaused, RoundResult
-from gm.engine.transcript import transcript
+from gm.engine.transcript import render_transcript, transcript
 from gm.integrity.audit import audit
 from gm.store import Store
 from gm.testing import call, honest_judge, is_sheet_judge_request, sheet_judge_answer
@@ -71,6 +71,7 @@ def test_a_check_reads_the_sheet_of_its_moment(store: Store, tmp_path: Path) -> 
     assert "## Sheets now" in system and "- Mara: hp 7 (0 to 10)" in system and "- Tomas: hp 5 (0 to 8)" in system
     assert "hp {" not in system  # a sheet entry is not shown as raw JSON among the fixed variables
     assert audit(transcript(store, story)).ok
+    assert "  [sheet] Tomas's hp 8 -> 5 (-3, effect)" in render_transcript(transcript(store, story))
 
 
 def test_a_round_played_again_replaces_its_changes_and_makes_its_effects_again(store: Store, tmp_path: Path) -> None:
