@@ -15,9 +15,10 @@ from gm.engine.transcript import render_transcript, transcript
 from gm.integrity.audit import audit
 from gm.store import Store
 from gm.testing import call, honest_judge, is_sheet_judge_request, sheet_judge_answer
-from tests.engine.test_sheets_story import DICE, WORLD
 from tests.support.rounds import table, tool_results
 from tests.support.web import served_app, start_story
+from tests.support.worlds import SHEET_DICE as DICE
+from tests.support.worlds import SHEET_WORLD as WORLD
 from tests.support.worlds import write_world
 
 
