@@ -23,7 +23,7 @@ from gm import dice
 from gm.errors import SheetRefused
 from gm.rules.effects import Effect, split_amount
 from gm.store import RollRecord, SheetChangeRecord, SheetStart, SheetWrite
-from gm.transcript.chain import change_hash, sheet_genesis
+from gm.transcript.chain import sheet_genesis, stored_change_hash
 from gm.world.definition import World
 from gm.world.sheet import Change, Sheets, apply, value_text
 
@@ -124,7 +124,7 @@ class RoundSheet:
                 clamped=change.clamped,
                 prev_hash=head,
             )
-            head = change_hash(chain_fields(row))
+            head = stored_change_hash(row)
             rows.append(row)
         last = head if rows else self.start.head
         return SheetWrite(rows, self.sheets, self.start.length + len(rows), last)
@@ -141,28 +141,6 @@ class RoundSheet:
             return cls(world, start)
         begun = SheetStart(kept["start"]["sheets"], kept["start"]["length"], kept["start"]["head"])
         return cls(world, begun, kept["sheets"], [Change.from_json(change) for change in kept["changes"]])
-
-
-def chain_fields(row: SheetChangeRecord) -> dict[str, Any]:
-    """A stored change in the transcript's names, as its hash is taken (gm.transcript.chain.change_hash)."""
-    return {
-        "seq": row.seq,
-        "round": row.round_number,
-        "attempt": row.attempt_id,
-        "character": row.character,
-        "variable": row.variable,
-        "action": row.action,
-        "amount": row.amount,
-        "item": row.item,
-        "condition": row.condition,
-        "reason": row.reason,
-        "source": row.source,
-        "roll": row.roll_id,
-        "before": row.before,
-        "after": row.after,
-        "clamped": row.clamped,
-        "prev_hash": row.prev_hash,
-    }
 
 
 def band_effects(world: World, record: RollRecord) -> tuple[Effect, ...]:

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from gm.store._base import Tables, row_of, table_of
 from gm.store.records import Attempt, SheetChangeRecord, Story
+from gm.transcript.chain import sheet_genesis, stored_change_hash
 
 CHANGES = table_of(SheetChangeRecord)
 STORIES = table_of(Story)
@@ -109,6 +110,31 @@ def _copy(entry: dict[str, Any]) -> dict[str, Any]:
     if "conditions" in copied:
         copied["conditions"] = dict(copied["conditions"])
     return copied
+
+
+def fork_sheets(
+    parent: Any, fork: Any, through: int, changes: list[SheetChangeRecord], attempts: dict[str, str]
+) -> tuple[list[SheetChangeRecord], dict[int, str | None]]:
+    """A fork's sheet changes (the parent's of rounds 1..`through`, chained anew from the fork's genesis, in the
+    fork's attempts) and the chain's head after each of those rounds; sets the fork's sheets, count and head (the
+    parent's sheets with its later changes undone)."""
+    sheets = {name: {key: _copy(entry) for key, entry in entries.items()} for name, entries in parent.sheet.items()}
+    for change in reversed([change for change in changes if change.round_number > through]):
+        undo(sheets, change)
+    head: str | None = None
+    previous = sheet_genesis(fork.id)
+    rows, heads = [], {}
+    for change in (change for change in changes if change.round_number <= through):
+        values = change.model_dump(exclude={"id", "story_id", "attempt_id", "prev_hash", "created_at"})
+        row = SheetChangeRecord(**values, story_id=fork.id, attempt_id=attempts[change.attempt_id], prev_hash=previous)
+        previous = head = stored_change_hash(row)
+        heads[change.round_number] = head
+        rows.append(row)
+    fork.sheet, fork.sheet_length, fork.sheet_head = sheets, len(rows), head
+    running: dict[int, str | None] = {}
+    for number in range(1, through + 1):
+        running[number] = heads.get(number, running.get(number - 1))
+    return rows, running
 
 
 class SheetTables(Tables):

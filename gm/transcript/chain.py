@@ -111,3 +111,27 @@ def change_hash(change: Mapping[str, Any]) -> str:
     fields = {name: change.get(name) for name in CHANGE_HASHED}
     encoded = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def stored_change_hash(row: Any) -> str:
+    """The hash of a sheet change as the store keeps it (`gm.store.records.SheetChangeRecord`'s attributes)."""
+    return change_hash(
+        {
+            "seq": row.seq,
+            "round": row.round_number,
+            "attempt": row.attempt_id,
+            "character": row.character,
+            "variable": row.variable,
+            "action": row.action,
+            "amount": row.amount,
+            "item": row.item,
+            "condition": row.condition,
+            "reason": row.reason,
+            "source": row.source,
+            "roll": row.roll_id,
+            "before": row.before,
+            "after": row.after,
+            "clamped": row.clamped,
+            "prev_hash": row.prev_hash,
+        }
+    )

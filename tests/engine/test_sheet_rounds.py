@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from gm.engine.results import RoundPaused, RoundResult
-from gm.engine.transcript import transcript
+from gm.engine.transcript import render_transcript, transcript
 from gm.integrity.audit import audit
 from gm.store import Store
 from gm.testing import call, honest_judge, is_sheet_judge_request, sheet_judge_answer
-from tests.engine.test_sheets_story import DICE, WORLD
 from tests.support.rounds import table, tool_results
 from tests.support.web import served_app, start_story
+from tests.support.worlds import SHEET_DICE as DICE
+from tests.support.worlds import SHEET_WORLD as WORLD
 from tests.support.worlds import write_world
 
 
@@ -71,6 +72,7 @@ def test_a_check_reads_the_sheet_of_its_moment(store: Store, tmp_path: Path) -> 
     assert "## Sheets now" in system and "- Mara: hp 7 (0 to 10)" in system and "- Tomas: hp 5 (0 to 8)" in system
     assert "hp {" not in system  # a sheet entry is not shown as raw JSON among the fixed variables
     assert audit(transcript(store, story)).ok
+    assert "  [sheet] Tomas's hp 8 -> 5 (-3, effect)" in render_transcript(transcript(store, story))
 
 
 def test_a_round_played_again_replaces_its_changes_and_makes_its_effects_again(store: Store, tmp_path: Path) -> None:
@@ -154,3 +156,24 @@ def test_the_api_serves_the_sheets(store: Store, tmp_path: Path) -> None:
         shown = client.get(f"/api/stories/{story}", headers=auth).json()
         assert shown["story"]["sheet"] == after["sheet"] and shown["rounds"][0]["changes"] == after["changes"]
         assert json.dumps(shown["integrity"]["sheet_start"]["Mara"]["hp"]) == '{"value": 10, "min": 0, "max": 10}'
+
+
+def test_a_fork_starts_from_the_sheets_at_its_round_and_audits(store: Store, tmp_path: Path) -> None:
+    world = write_world(tmp_path / "customs", WORLD, DICE)
+
+    async def play() -> Any:
+        script = [hurt(-2), narrate("She falls."), hurt(-3), narrate("She falls again."), hurt(-1), narrate("Ow.")]
+        async with table(store, script) as t:
+            story = t.game.start_story(world)
+            await t.game.play(story, "I climb.")
+            await t.game.play(story, "I climb on.")
+            fork = store.fork_story(story, 1, {}, "ab" * 32).id
+            await t.game.play(fork, "I climb elsewhere.")
+            return story, fork
+
+    story, fork = run(play())
+    assert store.story(story).sheet["Mara"]["hp"]["value"] == 5  # type: ignore[index]
+    assert store.story(fork).sheet["Mara"]["hp"]["value"] == 7  # type: ignore[index]  # 10 - 2 at the fork, then - 1
+    assert [(c.round_number, c.after) for c in store.sheet_changes(fork)] == [(1, 8), (2, 7)]
+    assert audit(transcript(store, story)).ok
+    assert audit(transcript(store, fork)).ok, audit(transcript(store, fork)).mismatches

@@ -28,52 +28,11 @@ from gm.testing import call, honest_judge, is_sheet_judge_request, length, reply
 from gm.world.loading import load_world
 from tests.support.command_line import gm
 from tests.support.rounds import table, tool_results
+from tests.support.worlds import SHEET_DICE as DICE
+from tests.support.worlds import SHEET_WORLD as WORLD
 from tests.support.worlds import write_world
 
 ROUNDS = 50
-WORLD: dict[str, Any] = {
-    "title": "The Customs House",
-    "premise": "A forger works the night shift at the customs house while a guard makes his rounds.",
-    "characters": [
-        {
-            "name": "Mara",
-            "role": "player",
-            "description": "A forger.",
-            "variables": {
-                "hp": {"value": 10, "min": 0, "max": 10},
-                "kit": {"items": ["wax", {"name": "lock picks", "count": 2}, {"name": "coins", "count": 5}]},
-                "state": {"conditions": {"wounded": False, "soaked": False}},
-                "nerve": 2,
-            },
-        },
-        {
-            "name": "Tomas",
-            "role": "npc",
-            "description": "The guard.",
-            "variables": {"hp": {"value": 8, "min": 0, "max": 8}},
-        },
-    ],
-}
-DICE: dict[str, Any] = {
-    "checks": [
-        {
-            "key": "strike",
-            "name": "Strike",
-            "use": "a blow at someone",
-            "dice": "1d20",
-            "modifier": "hp",
-            "bands": [
-                {
-                    "label": "Hit",
-                    "result": "succeeded",
-                    "min": 12,
-                    "effects": [{"variable": "hp", "of": "opponent", "by": "-1d4"}],
-                },
-                {"label": "Miss", "result": "failed", "max": 11, "effects": [{"variable": "hp", "by": "-1d2"}]},
-            ],
-        }
-    ]
-}
 INVENTED_ROUND, FAILED_ROUND, REGENERATED_ROUND = 20, 30, 40
 INVENTED = "She drops the picks as she runs."
 
