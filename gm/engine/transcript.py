@@ -13,7 +13,7 @@ from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedP
 from gm.transcript.sheet_view import change_text, sheet_lines
 from gm.transcript.sheets import ChangePublic, SheetsPublic
 from gm.world.definition import World, whole_number, world_from_data
-from gm.world.sheet import Change, value_text
+from gm.world.sheet import value_text
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
@@ -191,8 +191,6 @@ def render_transcript(data: TranscriptPublic) -> str:
                 lines.append(
                     f"  [judged by {record.judge.model}] {verdict.character}: told as {verdict.told_as}{quote}"
                 )
-        for made in record.changes:  # the sheet changes the round made (gm.world.sheet)
-            lines.append(f"  [sheet] {Change.from_json(made.model_dump()).text()}")
         for refusal in record.refusals:
             lines.append(f"  [refused] {refusal}")
     return "\n".join(lines)
