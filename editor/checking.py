@@ -20,7 +20,8 @@ from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
 
 from .calendar_form import calendar_field_ids
-from .dice_form import BAND_FIELDS, CHECK_FIELDS, NATURAL_FIELDS, DiceDraft, dice_data
+from .dice_form import BAND_FIELDS, CHECK_FIELDS, NATURAL_FIELDS, DiceDraft, dice_data, effects_data
+from .sheet_form import sheet_field_id, sheet_field_ids
 from .world_form import WorldDraft, variable_rows, world_data
 
 _STEP = re.compile(r"\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\.([^.\[]*)")
@@ -76,7 +77,7 @@ def dice_field_ids(draft: DiceDraft) -> set[str]:
         ids.update(f"{prefix}-{name}" for name in CHECK_FIELDS)
         for band in range(len(check.bands)):
             ids.add(f"{prefix}-bands-{band}")
-            ids.update(f"{prefix}-bands-{band}-{name}" for name in (*BAND_FIELDS, "critical"))
+            ids.update(f"{prefix}-bands-{band}-{name}" for name in (*BAND_FIELDS, "critical", "effects"))
     return ids
 
 
@@ -86,8 +87,9 @@ def world_field_ids(draft: WorldDraft) -> set[str]:
     for number, character in enumerate(draft.characters):
         prefix = f"characters-{number}"
         ids.update({prefix, f"{prefix}-variables", *(f"{prefix}-{name}" for name in ("name", "role", "description"))})
-        for row in range(len(character.variables)):
+        for row, variable in enumerate(character.variables):
             ids.update(f"{prefix}-variables-{row}{part}" for part in ("", "-name", "-kind", "-value"))
+            ids |= sheet_field_ids(f"{prefix}-variables-{row}", len(variable.items), len(variable.conditions))
     return ids | calendar_field_ids(draft.calendar)
 
 
@@ -103,6 +105,10 @@ def check_dice(draft: DiceDraft, world: Any | None) -> Findings:
     data = dice_data(draft)
     known = dice_field_ids(draft)
     findings = Findings()
+    for number, check in enumerate(draft.checks):
+        for band_number, band in enumerate(check.bands):
+            for message in effects_data(band.effects)[1]:
+                findings.add(f"checks-{number}-bands-{band_number}-effects", Problem("$", message))
     if world is None:
         for problem in validate(data):
             findings.add(nearest(_joined(problem.path), known), replace(problem, file=DICE_FILE))
@@ -148,7 +154,7 @@ def check_world(draft: WorldDraft, dice: Any | None, extra: dict[str, list[Probl
     rows = variable_rows(draft)
     for problem in validate_world(data, dice):
         if problem.file == WORLD_FILE:
-            field_id = nearest(_world_id(problem.path, rows), known)
+            field_id = nearest(_world_id(problem.path, rows, draft), known)
             if field_id not in found:  # the form said what is wrong there; the rest would only echo it
                 findings.add(field_id, problem)
         elif problem in own:
@@ -162,13 +168,14 @@ def _joined(path: str) -> str:
     return "-".join(str(step) for step in steps(path))
 
 
-def _world_id(path: str, rows: list[dict[str, int]]) -> str:
+def _world_id(path: str, rows: list[dict[str, int]], draft: WorldDraft) -> str:
     """A world.json path as a field id; a variable's path names it, so it is looked up among the rows."""
     parts = steps(path)
     if len(parts) >= 4 and parts[0] == "characters" and isinstance(parts[1], int) and parts[2] == "variables":
         named = rows[parts[1]] if parts[1] < len(rows) else {}
         row = named.get(str(parts[3]))
         if row is not None:
-            return f"characters-{parts[1]}-variables-{row}-value"
+            variable = draft.characters[parts[1]].variables[row]
+            return sheet_field_id(f"characters-{parts[1]}-variables-{row}", parts[4:], variable.kind, variable)
         return f"characters-{parts[1]}-variables"
     return "-".join(str(step) for step in parts)

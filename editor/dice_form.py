@@ -8,6 +8,9 @@ schema to refuse at that field, and defaults are left out (`reading` total, `com
 `checks-0-naturals-0-face` for a natural); the add, remove and move buttons send `action` values such
 as `add-band:0`, `up-check:2` or `remove-natural:0:1`. A natural is typed as a face, an optional
 number of sides, and either a step (`kind` step) or the label of a band to send the roll to.
+A band's effects (what a roll there changes on a character's sheet) are typed on one line as
+`-1d2 grit; -1d3 grit of opponent`: an amount, a variable and optionally whose (`of self`, the default,
+or `of opponent`), separated by semicolons (`effects_text`, `effects_data`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ WHOLE = re.compile(r"^[+-]?\d{1,30}$")
 _CHECK_NAME = re.compile(r"^checks-(\d{1,4})-")
 _BAND_NAME = re.compile(r"^checks-(\d{1,4})-bands-(\d{1,4})-")
 _NATURAL_NAME = re.compile(r"^checks-(\d{1,4})-naturals-(\d{1,4})-")
+_EFFECT = re.compile(r"^(?P<by>[+-]?\S+)\s+(?P<variable>.+?)(?:\s+of\s+(?P<of>self|opponent))?$")
 
 
 @dataclass
@@ -43,6 +47,7 @@ class BandDraft:
     max: str = ""
     result: str = "failed"
     critical: bool = False
+    effects: str = ""
 
 
 @dataclass
@@ -118,6 +123,7 @@ def draft_from_data(data: Any) -> DiceDraft:
                         max=field_text(band.get("max")),
                         result=field_text(band.get("result", "failed")),
                         critical=band.get("critical") is True,
+                        effects=effects_text(band.get("effects")),
                     )
                     for band in (bands if isinstance(bands, list) else [])
                     if isinstance(band, dict)
@@ -162,6 +168,7 @@ def draft_from_form(form: Mapping[str, str]) -> DiceDraft:
                 BandDraft(
                     **{name: one_line(form.get(band_prefix + name, "")) for name in BAND_FIELDS},
                     critical=band_prefix + "critical" in form,
+                    effects=one_line(form.get(band_prefix + "effects", "")),
                 )
             )
         naturals = [
@@ -222,7 +229,39 @@ def _band_data(band: BandDraft) -> dict[str, Any]:
     data["result"] = band.result
     if band.critical:
         data["critical"] = True
+    effects, _ = effects_data(band.effects)
+    if effects:
+        data["effects"] = effects
     return data
+
+
+def effects_text(effects: Any) -> str:
+    """A band's effects as the form's one line: `-1d2 grit; -1d3 grit of opponent`."""
+    parts = []
+    for effect in effects if isinstance(effects, list) else []:
+        if isinstance(effect, dict):
+            whose = f" of {effect['of']}" if "of" in effect else ""
+            parts.append(f"{str(effect.get('by', '')).replace(' ', '')} {field_text(effect.get('variable'))}{whose}")
+    return "; ".join(parts)
+
+
+def effects_data(typed: str) -> tuple[list[dict[str, str]], list[str]]:
+    """The effects a band's line describes, and a sentence for each part that cannot be read."""
+    effects: list[dict[str, str]] = []
+    problems = []
+    for part in (part.strip() for part in typed.split(";")):
+        if not part:
+            continue
+        match = _EFFECT.match(part)
+        if not match:
+            problems.append(f"cannot read the effect {part!r}: write an amount and a variable, such as -1d6 hp")
+            continue
+        effect = {"variable": match["variable"]}
+        if match["of"]:
+            effect["of"] = match["of"]
+        effect["by"] = match["by"]
+        effects.append(effect)
+    return effects, problems
 
 
 def number_or_text(typed: str) -> int | str:

@@ -13,6 +13,7 @@ from gm.errors import ProblemsError, StaleFile
 from gm.problems import MAX_FILE_BYTES, Problem, parse_json, read_regular
 from gm.rules.validation import validate
 from gm.world.definition import DICE_FILE, WORLD_FILE, validate_world
+from gm.world.sheet import start_value
 
 from .checking import Findings, check_dice
 from .dice_form import (
@@ -212,12 +213,14 @@ def _context(name: str, draft: DiceDraft, world: Loaded, findings: Findings) -> 
 
 
 def _modifier_names(world: Any, draft: DiceDraft) -> list[str]:
-    """The modifier picker's choices: every variable some character holds as a whole number, and any in use."""
+    """The modifier picker's choices: every variable some character holds as a whole number (or a bounded one), and
+    any in use."""
     names: set[str] = set()
     characters = world.get("characters") if isinstance(world, dict) else None
     for raw in characters if isinstance(characters, list) else []:
         variables = raw.get("variables") if isinstance(raw, dict) else None
-        for variable, value in variables.items() if isinstance(variables, dict) else ():
+        for variable, raw_value in variables.items() if isinstance(variables, dict) else ():
+            value = start_value(raw_value)  # a bounded number adds the value it holds at the roll
             if isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer():
                 names.add(variable)
     names.update(check.modifier for check in draft.checks if check.modifier)
@@ -234,12 +237,24 @@ def _holds(data: Any) -> bool:
         bands = check.get("bands")
         if not isinstance(bands, list):
             return False
-        if any(not isinstance(band, dict) or set(band) - {*BAND_FIELDS, "critical"} for band in bands):
+        if any(not isinstance(band, dict) or set(band) - {*BAND_FIELDS, "critical", "effects"} for band in bands):
+            return False
+        if any(not _effects_shown(band.get("effects", [])) for band in bands):
             return False
         naturals = check.get("naturals", [])
         if not isinstance(naturals, list) or any(not _natural_shown(natural) for natural in naturals):
             return False
     return True
+
+
+def _effects_shown(effects: Any) -> bool:
+    """Whether a band's effects line holds all of `effects`: objects of text with no other fields."""
+    return isinstance(effects, list) and all(
+        isinstance(effect, dict)
+        and not set(effect) - {"variable", "of", "by"}
+        and all(isinstance(value, str) for value in effect.values())
+        for effect in effects
+    )
 
 
 def _natural_shown(natural: Any) -> bool:

@@ -18,6 +18,7 @@ from .checking import Findings, check_world
 from .pages import STALE, Editor, editor_of, load, posted_form, save, title_of, version_of
 from .saving import save_text, sweep_temporaries, world_text
 from .security import valid_world_name, world_file
+from .sheet_form import KIND_LABELS
 from .world_form import KINDS, ROLES, WorldDraft, apply_action, draft_from_data, draft_from_form, world_data
 
 router = APIRouter()
@@ -181,6 +182,7 @@ def _world_page(
         findings=findings,
         roles=ROLES,
         kinds=KINDS,
+        kind_labels=KIND_LABELS,
         folder_name=folder_name,
         saved=saved,
         tried=tried,

@@ -1,7 +1,8 @@
 """Writing world.json and dice.json: a stable, readable layout, written atomically, the previous file kept.
 
 The layout is that of the docs' examples (docs/dice-json.md, docs/world-json.md): two-space indent, fields in
-the reference's order, a band (and a character's variables, a natural) on one line, UTF-8 with a trailing
+the reference's order, a band (and a character's variables, a natural) on one line (variables one per line when
+some are a character sheet's), UTF-8 with a trailing
 newline. Saving the sample worlds unchanged gives back their files byte for byte. A save writes a temporary file
 in the same folder, flushes and syncs it, copies the file it replaces to `<name>.bak`, then renames the new file
 into place, so the file is never missing or half-written and the previous version is always on disk. A save
@@ -42,11 +43,13 @@ CHECK_ORDER = (
     "bands",
 )
 NATURAL_ORDER = ("face", "sides", "step", "band")
-BAND_ORDER = ("label", "min", "max", "result", "critical")
+BAND_ORDER = ("label", "min", "max", "result", "critical", "effects")
 WORLD_ORDER = ("title", "premise", "instructions", "characters", "calendar")
 CALENDAR_ORDER = ("months", "weekdays", "era", "start", "parts_of_day")
 START_ORDER = ("year", "month", "day", "time", "weekday")
 CHARACTER_ORDER = ("name", "role", "description", "variables")
+BOUNDED_ORDER = ("value", "min", "max")
+ITEM_ORDER = ("name", "count")
 BACKUP_SUFFIX = ".bak"
 NEW_FILE_MODE = 0o644  # mkstemp makes files private; a world file is as readable as its folder
 
@@ -122,8 +125,29 @@ def _character_lines(character: Any, indent: int) -> list[str]:
     lines = ["{"]
     for number, (name, value) in enumerate(members):
         comma = "," if number < len(members) - 1 else ""
-        lines.append(f"{pad}{_j(name)}: {_j(value)}{comma}")
+        if name == "variables" and isinstance(value, dict) and any(isinstance(item, dict) for item in value.values()):
+            lines.append(f"{pad}{_j(name)}: " + "\n".join(_variables_lines(value, indent + 2)) + comma)
+        else:
+            lines.append(f"{pad}{_j(name)}: {_j(value)}{comma}")
     return [*lines, " " * indent + "}"]
+
+
+def _variables_lines(variables: dict[str, Any], indent: int) -> list[str]:
+    """A character's variables when some are a sheet's: one variable per line, a bounded number's parts in order."""
+    pad = " " * (indent + 2)
+    lines = ["{"]
+    for number, (name, value) in enumerate(variables.items()):
+        comma = "," if number < len(variables) - 1 else ""
+        lines.append(f"{pad}{_j(name)}: {_j(_sheet_value(value))}{comma}")
+    return [*lines, " " * indent + "}"]
+
+
+def _sheet_value(value: Any) -> Any:
+    if isinstance(value, dict) and isinstance(value.get("items"), list):
+        return {**value, "items": [_ordered_dict(item, ITEM_ORDER) for item in value["items"]]}
+    if isinstance(value, dict) and "value" in value:
+        return _ordered_dict(value, BOUNDED_ORDER)
+    return value
 
 
 def _block(items: list[Any], indent: int, render: Any) -> str:

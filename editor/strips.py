@@ -24,6 +24,7 @@ from gm import dice
 from gm.problems import Problem
 from gm.rules.chances import CheckOdds, band_runs, check_odds, cumulative
 from gm.rules.checks import Band, Check, Compare, Edge, Natural, Reading, Result, ladder, opposed_expression, read_value
+from gm.world.sheet import start_value
 
 from .dice_form import COMPARES, READINGS, WHOLE, CheckDraft, NaturalDraft
 
@@ -366,7 +367,7 @@ def _caption(
 
 
 def _holders(variable: str, world: Any | None) -> tuple[tuple[str, int], ...]:
-    """The characters of `world` holding `variable` as a whole number, with its value."""
+    """The characters of `world` holding `variable` as a whole number, with its value (a bounded number's start)."""
     if not variable or not isinstance(world, dict) or not isinstance(world.get("characters"), list):
         return ()
     found = []
@@ -374,7 +375,7 @@ def _holders(variable: str, world: Any | None) -> tuple[tuple[str, int], ...]:
         if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
             continue
         variables = raw.get("variables")
-        value = variables.get(variable) if isinstance(variables, dict) else None
+        value = start_value(variables.get(variable)) if isinstance(variables, dict) else None
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, int) and not isinstance(value, bool):

@@ -1,9 +1,10 @@
 """The world section's form: world.json (setting and characters) as fields, and back.
 
 As with the Dice form, a draft keeps what the author typed. A character's variables are rows of
-name, kind (number or text) and value: the kind says what the value is meant to be, so that "3"
-meant as text stays text and "three" meant as a number is an error at that field rather than
-silently becoming text. Blank rows are dropped. Fields are named like `characters-0-variables-2-value`;
+name, kind and value: the kind says what the value is meant to be, so that "3" meant as text stays
+text and "three" meant as a number is an error at that field rather than silently becoming text.
+The kinds a story changes (bounded numbers, items, conditions) have fields of their own, described in
+`editor.sheet_form`. Blank rows are dropped. Fields are named like `characters-0-variables-2-value`;
 buttons send `action` values such as `add-variable:0` or `down-character:1`. The calendar's fields
 are `editor.calendar_form`'s.
 """
@@ -22,9 +23,21 @@ from gm.problems import Problem
 
 from .calendar_form import CalendarDraft, apply_calendar_action, calendar_data, calendar_from_data, calendar_from_form
 from .fields import change, field_text, index_in, one_line, positions, text_area
+from .sheet_form import (
+    SHEET_KINDS,
+    EntryDraft,
+    bounded_data,
+    bounded_parts,
+    conditions_data,
+    conditions_from_data,
+    entries_from_form,
+    items_data,
+    items_from_data,
+    sheet_kind,
+)
 
 ROLES = ("player", "npc")
-KINDS = ("number", "text")
+KINDS = ("number", "text", *SHEET_KINDS)
 NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _CHARACTER_NAME = re.compile(r"^characters-(\d{1,4})-")
 _VARIABLE_NAME = re.compile(r"^characters-(\d{1,4})-variables-(\d{1,4})-")
@@ -37,6 +50,10 @@ class VariableDraft:
     name: str = ""
     kind: str = "number"
     value: str = ""
+    minimum: str = ""
+    maximum: str = ""
+    items: list[EntryDraft] = field(default_factory=list)
+    conditions: list[EntryDraft] = field(default_factory=list)
 
 
 @dataclass
@@ -85,7 +102,7 @@ def draft_from_data(data: Any) -> WorldDraft:
                 role=field_text(raw.get("role", "npc")),
                 description=field_text(raw.get("description")),
                 variables=[
-                    VariableDraft(name, "text" if isinstance(value, str) else "number", field_text(value))
+                    _variable_from_data(name, value)
                     for name, value in (variables.items() if isinstance(variables, dict) else ())
                 ],
             )
@@ -110,14 +127,7 @@ def draft_from_form(form: Mapping[str, str]) -> WorldDraft:
     )
     for number in numbers:
         prefix = f"characters-{number}-"
-        variables = [
-            VariableDraft(
-                one_line(form.get(f"{prefix}variables-{row}-name", "")),
-                one_line(form.get(f"{prefix}variables-{row}-kind", "number")),
-                one_line(form.get(f"{prefix}variables-{row}-value", "")),
-            )
-            for row in sorted(rows.get(number, ()))
-        ]
+        variables = [_variable_from_form(form, f"{prefix}variables-{row}-") for row in sorted(rows.get(number, ()))]
         draft.characters.append(
             CharacterDraft(
                 one_line(form.get(prefix + "name", "")),
@@ -148,7 +158,7 @@ def world_data(draft: WorldDraft) -> tuple[dict[str, Any], dict[str, list[Proble
         variables: dict[str, Any] = {}
         for row, variable in enumerate(character.variables):
             where = f"characters-{number}-variables-{row}"
-            if not variable.name and not variable.value.strip():
+            if not variable.name and _blank(variable):
                 continue
             if not variable.name:
                 found.setdefault(f"{where}-name", []).append(Problem("$", "a variable needs a name"))
@@ -157,10 +167,7 @@ def world_data(draft: WorldDraft) -> tuple[dict[str, Any], dict[str, list[Proble
                 message = f"the variable '{variable.name}' is already in this character's list"
                 found.setdefault(f"{where}-name", []).append(Problem("$", message))
                 continue
-            value, problem = _value(variable)
-            if problem:
-                found.setdefault(f"{where}-value", []).append(Problem("$", problem))
-            variables[variable.name] = value
+            variables[variable.name] = _data_of(variable, where, found)
         if variables:
             raw["variables"] = variables
         characters.append(raw)
@@ -179,6 +186,55 @@ def variable_rows(draft: WorldDraft) -> list[dict[str, int]]:
             named.setdefault(variable.name, row)
         rows.append(named)
     return rows
+
+
+def _variable_from_data(name: str, value: Any) -> VariableDraft:
+    kind = sheet_kind(value)
+    if kind == "bounded":
+        return VariableDraft(name, kind, *bounded_parts(value))
+    if kind == "items":
+        return VariableDraft(name, kind, items=items_from_data(value))
+    if kind == "conditions":
+        return VariableDraft(name, kind, conditions=conditions_from_data(value))
+    return VariableDraft(name, "text" if isinstance(value, str) else "number", field_text(value))
+
+
+def _variable_from_form(form: Mapping[str, str], prefix: str) -> VariableDraft:
+    items, conditions = entries_from_form(form, prefix)
+    return VariableDraft(
+        one_line(form.get(f"{prefix}name", "")),
+        one_line(form.get(f"{prefix}kind", "number")),
+        one_line(form.get(f"{prefix}value", "")),
+        one_line(form.get(f"{prefix}min", "")),
+        one_line(form.get(f"{prefix}max", "")),
+        items,
+        conditions,
+    )
+
+
+def _blank(variable: VariableDraft) -> bool:
+    """Whether the row holds nothing of its kind (a nameless blank row is dropped)."""
+    if variable.kind == "items":
+        return not any(row.name.strip() or row.count.strip() for row in variable.items)
+    if variable.kind == "conditions":
+        return not any(row.name.strip() or row.on for row in variable.conditions)
+    if variable.kind == "bounded":
+        return not (variable.value.strip() or variable.minimum.strip() or variable.maximum.strip())
+    return not variable.value.strip()
+
+
+def _data_of(variable: VariableDraft, where: str, found: dict[str, list[Problem]]) -> Any:
+    """The variable's JSON value by its kind; what the form alone finds wrong goes into `found` by field id."""
+    if variable.kind == "bounded":
+        return bounded_data(variable.value, variable.minimum, variable.maximum, where, found)
+    if variable.kind == "items":
+        return items_data(variable.items, where, found)
+    if variable.kind == "conditions":
+        return conditions_data(variable.conditions, where, found)
+    value, problem = _value(variable)
+    if problem:
+        found.setdefault(f"{where}-value", []).append(Problem("$", problem))
+    return value
 
 
 def _value(variable: VariableDraft) -> tuple[int | float | str, str | None]:
@@ -211,5 +267,14 @@ def apply_action(draft: WorldDraft, action: str) -> None:
     elif verb == "remove-variable" and len(numbers) == 2:
         variables = characters[index_in(characters, numbers[0])].variables
         change(variables, "remove", index_in(variables, numbers[1]))
+    elif verb in {"add-item", "add-condition"} and len(numbers) == 2:
+        variables = characters[index_in(characters, numbers[0])].variables
+        variable = variables[index_in(variables, numbers[1])]
+        (variable.items if verb == "add-item" else variable.conditions).append(EntryDraft())
+    elif verb in {"remove-item", "remove-condition"} and len(numbers) == 3:
+        variables = characters[index_in(characters, numbers[0])].variables
+        variable = variables[index_in(variables, numbers[1])]
+        rows = variable.items if verb == "remove-item" else variable.conditions
+        change(rows, "remove", index_in(rows, numbers[2]))
     else:
         raise HTTPException(400, f"The editor does not know the action {action!r}.")

@@ -61,6 +61,8 @@ _EXPORTS = {
     "RollPublic": "gm.transcript.shapes",
     "OutcomePublic": "gm.transcript.shapes",
     "QuestionPublic": "gm.transcript.shapes",
+    "ChangePublic": "gm.transcript.sheets",
+    "SheetsPublic": "gm.transcript.sheets",
     "audit": "gm.integrity.audit",
     "AuditReport": "gm.integrity.audit",
     # errors (every one of them is in gm.errors)
@@ -89,6 +91,7 @@ _EXPORTS = {
 __all__ = [
     "AuditReport",
     "Band",
+    "ChangePublic",
     "ChatModel",
     "Check",
     "Completion",
@@ -120,6 +123,7 @@ __all__ = [
     "Rules",
     "Settings",
     "SettingsError",
+    "SheetsPublic",
     "Store",
     "StoryBusy",
     "StoryEnded",
@@ -182,6 +186,7 @@ if TYPE_CHECKING:
         StoryPublic,
         TranscriptPublic,
     )
+    from gm.transcript.sheets import ChangePublic, SheetsPublic
     from gm.world.definition import World, world_from_data
     from gm.world.loading import check_world, load_rules, load_world
 

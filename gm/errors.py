@@ -47,6 +47,7 @@
     │       ├── ModelRequestRejected the server refused the request (a 4xx retrying cannot fix)
     │       └── EmptyMemory          the memory keeper wrote no usable text (its memory waits)
     └── ModelRetry              (signal) for the model: a tool call it can correct
+        └── SheetRefused        a change_sheet call the character's sheet cannot take
 
 Every message is one sentence that can be shown as it is. The web API turns each group into a
 status in one place (`gm.web._errors`); the CLI catches `GmError` once (exit code 2). An error that is
@@ -123,6 +124,7 @@ __all__ = [
     "ScriptError",
     "ServerStopping",
     "SettingsError",
+    "SheetRefused",
     "StaleFile",
     "StoryBusy",
     "StoryEnded",
@@ -473,6 +475,17 @@ class EmptyMemory(ModelError):
 class ModelRetry(GmError):
     """A signal: a tool call the model can correct. The sentence goes back to it as the tool's result, and counts
     as a refusal."""
+
+
+class SheetRefused(ModelRetry):
+    """A change the character's sheet cannot take (gm.world.sheet): `kind` names the sort of mistake
+    (unknown_character, unknown_variable, fixed, wrong_type, out_of_bounds, not_held, unknown_condition,
+    too_many), the message says why in one sentence the model can act on."""
+
+    def __init__(self, kind: str, sentence: str) -> None:
+        super().__init__(sentence)
+        self.kind = kind
+        self.sentence = sentence
 
 
 # For the test author.

@@ -105,7 +105,33 @@ class SchemaCheck:
 def schema_problems(validator: Draft202012Validator, data: Any) -> list[Problem]:
     """Every schema error in `data`, in document order, worded for an author."""
     errors = sorted(validator.iter_errors(data), key=lambda error: [str(part) for part in error.absolute_path])
+    errors = [_sheet_branch(error) for error in errors]
     return [Problem(error.json_path, describe(error)) for error in errors]
+
+
+_SHEET_KEYS = {"value": "#/$defs/bounded", "items": "#/$defs/items", "conditions": "#/$defs/conditions"}
+
+
+def _sheet_branch(error: ValidationError) -> ValidationError:
+    """For a world.json variable (or item) that fits none of its shapes (gm.world.sheet), the error of the shape
+    its keys say it means ({"value": ...} a bounded number, an object an item with a count), so the author reads
+    what is wrong with that."""
+    branches = error.schema.get("anyOf") if error.validator == "anyOf" and isinstance(error.schema, dict) else None
+    if not isinstance(branches, list) or not isinstance(error.instance, dict):
+        return error
+    refs = [branch.get("$ref") if isinstance(branch, dict) else None for branch in branches]
+    meant = next((_SHEET_KEYS[key] for key in _SHEET_KEYS if key in error.instance), None)
+    if meant is not None and meant in refs:
+        place = refs.index(meant)
+    else:
+        objects = [
+            i for i, branch in enumerate(branches) if isinstance(branch, dict) and branch.get("type") == "object"
+        ]
+        if len(objects) != 1:
+            return error
+        place = objects[0]
+    mine = [sub for sub in error.context or [] if sub.schema_path and sub.schema_path[0] == place]
+    return _sheet_branch(max(mine, key=lambda sub: len(sub.absolute_path))) if mine else error
 
 
 def text_problems(data: Any) -> list[Problem]:
@@ -173,6 +199,11 @@ def describe(error: ValidationError) -> str:
         return f"has {len(found)} entries, at most {expected} are allowed"
     if kind == "maxProperties":
         return f"has {len(found)} entries, at most {expected} are allowed"
+    if kind == "anyOf" and any(isinstance(b, dict) and b.get("$ref") in _SHEET_KEYS.values() for b in expected):
+        return (
+            "expected a number or text (fixed for the story), or a sheet entry: a bounded number "
+            '{"value": ...}, items {"items": [...]} or conditions {"conditions": {...}}; found ' + _shown(found)
+        )
     if kind == "oneOf" and isinstance(found, dict) and "face" in error.schema.get("properties", {}):
         return "a natural needs either 'step' (bands to move) or 'band' (where to send the roll), not both"
     if kind == "not":

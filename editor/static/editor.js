@@ -2,6 +2,26 @@
 // the problems and chance strips it sends back. Everything works without this script; it only saves a click.
 (function () {
   "use strict";
+  // The world form: a variable row shows the fields of its kind (without scripts, Check shows them).
+  function showKind(picker) {
+    var row = picker.closest(".variable");
+    if (!row) {
+      return;
+    }
+    row.setAttribute("data-kind", picker.value);
+    row.querySelectorAll("[data-for]").forEach(function (part) {
+      part.hidden = part.getAttribute("data-for").split(" ").indexOf(picker.value) < 0;
+    });
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("select[data-kind-picker]")) {
+      showKind(event.target);
+    }
+  });
+})();
+
+(function () {
+  "use strict";
   var form = document.querySelector("form[data-preview]");
   if (!form || !window.fetch || !window.FormData) {
     return;

@@ -35,6 +35,7 @@ from gm.errors import CommandError, GmError
 from gm.integrity.secret import secret_checks
 from gm.models.client import model_name
 from gm.transcript.shapes import QuestionPublic, RollPublic, StoryPublic
+from gm.transcript.sheet_view import NO_SHEET, change_text, sheet_lines
 
 
 class Chat:
@@ -166,6 +167,8 @@ class Chat:
             await self.round(self.game.regenerate(self.story_id))
         elif name == "open":
             self.open_cards()
+        elif name == "sheet":
+            self.show_sheet()
         elif name == "end":
             await self.end()
         elif name == "abandon":
@@ -229,11 +232,21 @@ class Chat:
             for roll in self.last_rolls:
                 self.styled(f"[dim]\u2684 {escape(card(roll))}[/dim]", f"[dice] {card(roll)}")
             self.styled("[dim](/open shows the dice in full)[/dim]", None)
+        for change in result.changes:  # what the round changed on the sheets, from the database
+            line = change_text(change)
+            self.styled(f"[dim]\u270e {escape(line)}[/dim]", f"[sheet] {line}")
         if result.judge is not None and model_name(self.game.judge.model) == "rehearsal":
             # A world's author rehearsing sees the judge's step too; players are not shown it.
             for verdict in result.judge.verdicts:
                 line = f"(rehearsal) the judge read {verdict.character}'s outcome as {verdict.told_as}"
                 self.styled(f"[dim]{escape(line)}[/dim]", f"[judge] {line}")
+
+    def show_sheet(self) -> None:
+        """`/sheet`: the characters' sheets as the story holds them now, player characters first."""
+        players = [character.name for character in self.game.world(self.story_id).players]
+        lines = sheet_lines(self.game.store.story(self.story_id).sheet, players)
+        for line in lines or [NO_SHEET]:
+            self.say(f"[sheet] {line}" if lines else line)
 
     def open_cards(self) -> None:
         if self.dice_setting == "hidden":

@@ -17,14 +17,16 @@ from typing import Any
 
 from gm import dice
 from gm.engine._earlier_rolls import EarlierRolls
+from gm.engine._sheets import RoundSheet, sheet_lines
 from gm.engine.prompt import PlayerTurn, game_master_messages
 from gm.engine.results import PlayerRoll, RoundEvents, RoundResult, ignore
 from gm.engine.tools.running import Narration, RoundTools
 from gm.integrity.secret import is_secret, reveal, sealed_ids
 from gm.integrity.seeds import fair_dice, stamped
 from gm.models.completion import ToolCall
-from gm.store import ModelCall, Opened, PausedRound, RollRecord, RoundRecord, Store, TakenUp
+from gm.store import ModelCall, Opened, PausedRound, RollRecord, RoundRecord, SheetStart, Store, TakenUp
 from gm.transcript.shapes import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic
+from gm.transcript.sheets import ChangePublic
 from gm.world.definition import World
 
 
@@ -117,11 +119,13 @@ def opened_state(store: Store, world: World, opened: Opening, read: Opened, even
         retried=EarlierRolls(read.retried),  # a round's rolls outlive its attempts
         clock=_clock_at_start(read, world),
         dice_from=str(story.settings.get("dice_from", "engine")),
+        sheet=RoundSheet(world, read.sheet or SheetStart(None)) if world.sheet_changes else None,
     )
     facts = [*opened.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls(), *tools.bind_retried_checks()]
     if opened.player_roll is not None:
         facts.append(tools.roll_for_player(opened.player_roll.expression, opened.player_roll.purpose))
-    messages = game_master_messages(world, read.past, PlayerTurn(player_text, tuple(facts)), tools.clock)
+    sheet = sheet_lines(tools.sheet.sheets) if tools.sheet is not None else ()
+    messages = game_master_messages(world, read.past, PlayerTurn(player_text, tuple(facts)), tools.clock, sheet)
     return AttemptState(
         messages,
         read.attempt.id,
@@ -162,6 +166,10 @@ def taken_up_state(
         dice_from="player",
         typed_faces=faces,
     )
+    if world.sheet_changes:
+        story = taken.story
+        start = SheetStart(story.sheet, story.sheet_length, story.sheet_head)
+        tools.sheet = RoundSheet.restored(world, paused.sheet, start)
     return AttemptState(
         list(paused.messages),
         paused.attempt_id,
@@ -215,7 +223,12 @@ def accept(
         judgement=state.judgement,
         clock=state.tools.clock,
     )
-    store.accept_round(state.attempt_id, record, bind(state.calls, story_id, state.attempt_id), holder=holder)
+    sheet = state.tools.sheet.write(story_id, state.attempt_id, state.number) if state.tools.sheet else None
+    if sheet is not None:
+        record.sheet_hash = sheet.head
+    store.accept_round(
+        state.attempt_id, record, bind(state.calls, story_id, state.attempt_id), holder=holder, sheet=sheet
+    )
     secret = any(is_secret(roll, world) for roll in state.tools.rolls)
     sealed = sealed_ids(store, story_id, world) if secret else set()  # secret rolls not yet revealed: no card
     clock = state.tools.clock
@@ -232,6 +245,10 @@ def accept(
         time=world.calendar.text(clock) if world.calendar and clock is not None else None,
         model_calls=len(state.calls),
         regenerated=state.regenerating,
+        changes=[ChangePublic.from_stored(change) for change in sheet.changes] if sheet is not None else [],
+        sheet_hash=record.sheet_hash,
+        attempt=state.attempt_id,
+        sheet=sheet.sheets if sheet is not None else None,
     )
 
 
@@ -253,6 +270,7 @@ def paused_record(story_id: str, state: AttemptState, question: QuestionPublic, 
         model_calls=state.model_calls,
         clock=state.tools.clock,
         question=question.model_dump(mode="json"),
+        sheet=state.tools.sheet.kept() if state.tools.sheet is not None else None,
     )
 
 

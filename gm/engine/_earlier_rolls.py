@@ -60,6 +60,16 @@ class EarlierRolls:
         """Mark rolls as given back already (a failed attempt's check rolls, bound from the start)."""
         self._taken.update(ids)
 
+    def amount(self, notation: str, reason: str) -> RollRecord | None:
+        """The next earlier, untaken roll of a sheet change's amount (gm.engine._sheets): same notation and reason."""
+        return self._first(
+            lambda roll: (
+                roll.kind == "dice"
+                and (roll.notation, roll.reason) == (notation, reason)
+                and roll.id not in self._taken
+            )
+        )
+
     def _first(self, wanted: Callable[[RollRecord], bool]) -> RollRecord | None:
         for roll in self.rolls:
             if wanted(roll):

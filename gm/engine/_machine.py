@@ -9,8 +9,9 @@ round's end (as pydantic-ai's graph runs `UserPromptNode`, `ModelRequestNode` an
     RunTools    run an answer's tool calls in order -> Referee (at narrate) | Pause (at a check the player
                 rolls) | AskModel (every call run)
     ReadAnswer  a plain answer ends only a round no check settled -> Referee | AskModel
-    Referee     rule on the proposed ending against the rolls -> Judge | Accept | RunTools(rest) | AskModel
-    Judge       read the narration the player will read -> Accept | RunTools(rest) | AskModel
+    Referee     rule on the proposed ending against the rolls -> Judge | SheetJudge | Accept | RunTools | AskModel
+    Judge       read the narration the player will read -> SheetJudge | Accept | RunTools(rest) | AskModel
+    SheetJudge  read it against a round's sheet changes, if it made any -> Accept | RunTools(rest) | AskModel
     Accept      write the round, and let the lease go (the end: a `RoundResult`)
     Pause       keep the round for the player's dice, and let the lease go (the end: a `RoundPaused`)
 
@@ -47,7 +48,7 @@ from gm.engine._attempt import (
     taken_up_state,
 )
 from gm.engine._in_flight import ROUND
-from gm.engine._model_calls import model_call_from
+from gm.engine._model_calls import judge_call, model_call_from
 from gm.engine.judge import Judge as NarrationJudge
 from gm.engine.lease import RoundLease
 from gm.engine.memory import PAST_WINDOW
@@ -56,6 +57,7 @@ from gm.engine.prompt import JudgedOutcome, JudgeRequest, engine_message
 from gm.engine.referee import Outcome, Result, Telling, judge_refusals
 from gm.engine.results import RoundEvents, RoundPaused, RoundResult
 from gm.engine.settings import RoundSettings
+from gm.engine.sheet_judge import judge_sheet, needs_judging
 from gm.engine.tools.offered import tool_schemas
 from gm.engine.tools.running import MAX_TOOL_CALLS, Narration, needs_database
 from gm.engine.typed_dice import FacesNeeded
@@ -68,14 +70,11 @@ from gm.world.definition import World
 
 log = logging.getLogger(__name__)
 
-PLAIN_TEXT_REFUSAL = (
-    "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
-    "naming each roll; plain text cannot end this round."
-)
+PLAIN_TEXT_REFUSAL = "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
+PLAIN_TEXT_REFUSAL += "naming each roll; plain text cannot end this round."
 NOT_RUN = "the round already ended with narrate; this call was not run"
-UNFORESEEN = (
-    "the round could not be finished because of an internal error (it has been logged); nothing was changed, try again"
-)
+UNFORESEEN = "the round could not be finished because of an internal error (it has been logged); "
+UNFORESEEN += "nothing was changed, try again"
 STOPPED = "the round was stopped before it ended"
 
 
@@ -284,7 +283,7 @@ class Referee:
         settled = _settled(self.ending, state)
         if settled and round.judge is not None and state.judged:
             return Judge(self.ending, self.call, self.rest, tuple(settled))
-        return _accepted(round, self.ending, self.call, self.rest)
+        return _sheet_or_accept(round, self.ending, self.call, self.rest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,10 +303,7 @@ class Judge:
             for outcome, roll in self.settled
         )
         judgement = await round.judge.judge(JudgeRequest(self.ending.text, asked))
-        for call in judgement.calls:
-            record = model_call_from(call.completion, "judge")
-            record.structured = call.mode
-            state.calls.append(record)
+        state.calls += [judge_call(call) for call in judgement.calls]
         tellings = [
             Telling(o.character, o.check, o.band, cast(Result, o.result), verdict.told_as, verdict.quote)
             for o, verdict in zip(asked, judgement.verdicts)
@@ -324,7 +320,34 @@ class Judge:
                 {"character": v.character, "told_as": v.told_as, "quote": v.quote} for v in judgement.verdicts
             ],
         }
+        return _sheet_or_accept(round, self.ending, self.call, self.rest)
+
+
+@dataclass(frozen=True, slots=True)
+class SheetJudge:
+    """Read the narration against the round's sheet changes: each one told, none invented (gm.engine.sheet_judge)."""
+
+    ending: Narration
+    call: ToolCall | None
+    rest: tuple[ToolCall, ...]
+
+    async def run(self, round: Round) -> Node:
+        state = round.attempt
+        assert round.judge is not None and state.tools.sheet is not None
+        judged = await judge_sheet(round.judge, state.tools.sheet, self.ending.text)
+        state.calls += [judge_call(call, "sheet_judge") for call in judged.calls]
+        if judged.refusals:
+            reasons = " ".join(f"({index}) {reason}." for index, reason in enumerate(judged.refusals, 1))
+            refused = f"narrate was refused: {reasons} Call narrate again."
+            return _refused(round, refused, self.call, self.rest, "sheet_judge")
         return _accepted(round, self.ending, self.call, self.rest)
+
+
+def _sheet_or_accept(round: Round, ending: Narration, call: ToolCall | None, rest: tuple[ToolCall, ...]) -> Node:
+    """The sheet judge next, for a judged round that changed a sheet; otherwise the ending is accepted."""
+    if round.judge is not None and round.attempt.judged and needs_judging(round.attempt.tools.sheet):
+        return SheetJudge(ending, call, rest)
+    return _accepted(round, ending, call, rest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,7 +378,7 @@ class Pause:
         return End(RoundPaused(story_id=round.story_id, asking=self.question))
 
 
-Node = Open | TakeUp | AskModel | RunTools | ReadAnswer | Referee | Judge | Accept | Pause
+Node = Open | TakeUp | AskModel | RunTools | ReadAnswer | Referee | Judge | SheetJudge | Accept | Pause
 
 
 def _answer(state: AttemptState, call: ToolCall, content: dict[str, Any]) -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from gm.engine.observe import observer
 from gm.models.completion import Completion
 from gm.store.records import ModelCall
+
+if TYPE_CHECKING:
+    from gm.engine.judge import JudgeCall
 
 
 def model_call_from(completion: Completion, purpose: str, story_id: str = "") -> ModelCall:
@@ -27,3 +31,11 @@ def model_call_from(completion: Completion, purpose: str, story_id: str = "") ->
         # calls it for a default, a third of building this record (made for every model call, on the event loop).
         created_at=datetime.now(UTC),
     )
+
+
+def judge_call(call: JudgeCall, purpose: str = "judge") -> ModelCall:
+    """The record of one call to the judge (`purpose` "sheet_judge" for the sheet judge's), with how its answer
+    was asked for."""
+    record = model_call_from(call.completion, purpose)
+    record.structured = call.mode
+    return record

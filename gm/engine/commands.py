@@ -1,4 +1,5 @@
-"""Player commands typed in chat: `/roll`, `/dice`, `/open`, `/regenerate`, `/abandon`, `/end`, `/help`, `/quit`.
+"""Player commands typed in chat: `/roll`, `/dice`, `/open`, `/sheet`, `/regenerate`, `/abandon`, `/end`, `/help`,
+`/quit`.
 
 Anything not starting with `/` is a message for the game master. An unknown `/command` is an error,
 never a message to the model, and so is bad notation in `/roll`: nothing is rolled, stored or sent.
@@ -20,6 +21,7 @@ Type what your character does, and the game master answers.
   /roll NOTATION [what for]  roll your own dice, e.g. /roll 2d6+1 pick the lock
   /dice shown | hidden       show the dice under the narration, or not
   /open                      show the last round's dice in full
+  /sheet                     show the characters' sheets as they are now
   /regenerate                a new telling of the last round, with the same dice
   /abandon                   drop the round waiting for your dice (its rolls stay)
   /end                       end the story: its secret rolls are shown, and it plays no more rounds
@@ -56,7 +58,7 @@ class SetDice:
 class Simple:
     """A command without arguments."""
 
-    name: Literal["open", "regenerate", "abandon", "end", "help", "quit"]
+    name: Literal["open", "sheet", "regenerate", "abandon", "end", "help", "quit"]
 
 
 Command = Say | RollDice | SetDice | Simple
@@ -85,7 +87,7 @@ def parse_command(line: str) -> Command | None:
         if rest.lower() not in ("shown", "hidden"):
             raise CommandError("say /dice shown or /dice hidden")
         return SetDice("shown" if rest.lower() == "shown" else "hidden")
-    if name in ("open", "regenerate", "abandon", "end", "help", "quit"):
+    if name in ("open", "sheet", "regenerate", "abandon", "end", "help", "quit"):
         if rest:
             raise CommandError(f"/{name} takes nothing after it")
         return Simple(name)  # type: ignore[arg-type]  # checked against the names just above

@@ -34,6 +34,7 @@ from gm.engine.memory import MemoryKeeper
 from gm.engine.results import PlayerRoll, RoundEvents, RoundPaused, RoundResult
 from gm.engine.round import continue_round, play_round
 from gm.engine.settings import RoundSettings
+from gm.engine.transcript import sheets as transcript_sheets
 from gm.errors import ModelError, PlayerSeedError, StoryBusy, UsageError
 from gm.integrity.fair import check_player_seed
 from gm.integrity.secret import end_story
@@ -41,6 +42,7 @@ from gm.integrity.seeds import first_seed
 from gm.models.client import ChatModel, model_name
 from gm.store import Store, Story
 from gm.store._workers import BACKGROUND
+from gm.transcript.sheets import SheetsPublic
 from gm.world.definition import World
 from gm.world.loading import load_world
 from gm.world.shared import SharedWorlds
@@ -144,6 +146,9 @@ class Game:
             dice_data=world.dice_data,
             settings={"dice": "shown", "judge": self.judging, **(settings or {})},
             clock=0 if world.calendar is not None else None,  # the calendar's start date and time
+            sheet=world.start_sheets
+            if world.sheet_changes
+            else None,  # the sheets a story starts with (gm.world.sheet)
         )
         story_id = self.store.create_story(story, first_seed() if fair else None).id
         # built from the very data stored: its first round need not rebuild it
@@ -239,6 +244,10 @@ class Game:
         if isinstance(result, RoundResult):
             self._remember(story_id, number=result.number)
         return result
+
+    def sheets(self, story_id: str) -> SheetsPublic:
+        """The story's sheets now and every change its accepted rounds made (gm.world.sheet, docs/sheets.md)."""
+        return transcript_sheets(self.store, story_id)
 
     async def end(self, story_id: str) -> None:
         """End the story: every secret roll in it is shown from now on, and it plays no more rounds

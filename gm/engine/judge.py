@@ -141,12 +141,22 @@ class Judge:
             ]
         raise JudgeFailed(f"the judge of the narration gave no usable verdict ({problem}); try again")
 
-    async def _ask(self, messages: list[dict[str, Any]]) -> tuple[Completion, Mode]:
+    async def ask_json(
+        self, messages: list[dict[str, Any]], name: str, schema: dict[str, Any]
+    ) -> tuple[Completion, Mode, str]:
+        """One call asking for JSON of `schema` (named `name`), in the best mode the server accepts; the answer's
+        JSON text with it (the sheet judge's way in: gm.engine.sheet_judge)."""
+        completion, mode = await self._ask(messages, name, schema)
+        return completion, mode, _answer_text(completion, mode)
+
+    async def _ask(
+        self, messages: list[dict[str, Any]], name: str = FORMAT_NAME, schema: dict[str, Any] = VERDICT_SCHEMA
+    ) -> tuple[Completion, Mode]:
         """One call, in the best mode the server accepts; a refused mode is dropped for good."""
         start = MODES.index(self.mode) if self.mode else 0
         for mode in MODES[start:]:
             try:
-                completion = await self._call(messages, mode)
+                completion = await self._call(messages, mode, name, schema)
             except ModelRequestRejected as rejected:
                 if rejected.status in REFUSED_FORMAT_STATUSES and mode != "text":
                     continue  # this server has no such feature: try the next way
@@ -155,13 +165,21 @@ class Judge:
             return completion, mode
         raise AssertionError("the text mode raises or returns")  # pragma: no cover
 
-    async def _call(self, messages: list[dict[str, Any]], mode: Mode) -> Completion:
+    async def _call(self, messages: list[dict[str, Any]], mode: Mode, name: str, schema: dict[str, Any]) -> Completion:
         if mode == "json_schema":
-            return await self.model.complete(messages, response_format=RESPONSE_FORMAT)
+            if name == FORMAT_NAME:
+                return await self.model.complete(messages, response_format=RESPONSE_FORMAT)
+            answer_format = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
+            return await self.model.complete(messages, response_format=answer_format)
         if mode == "tool":
-            choice = {"type": "function", "function": {"name": FORMAT_NAME}}
-            return await self.model.complete(messages, tools=[VERDICT_TOOL], tool_choice=choice)
+            choice = {"type": "function", "function": {"name": name}}
+            tool = VERDICT_TOOL if name == FORMAT_NAME else _tool(name, schema)
+            return await self.model.complete(messages, tools=[tool], tool_choice=choice)
         return await self.model.complete(messages)
+
+
+def _tool(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": "Give your reading.", "parameters": schema}}
 
 
 def _answer_text(completion: Completion, mode: Mode) -> str:

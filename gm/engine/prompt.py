@@ -36,6 +36,7 @@ DICE_OPEN, DICE_CLOSE = " [Dice: ", "]"  # a round's settled rolls, written by c
 NOW_OPEN, NOW_CLOSE = "It is now ", " ({} minutes since the story began)."  # the story's time, in its prompt
 _NOW = re.compile(re.escape(NOW_OPEN) + r".*\((\d+) minutes since the story began\)\.$", re.MULTILINE)
 
+SHEET_HEADING = "## Sheets now (change them only with change_sheet, and tell every change)"
 VERBATIM_ROUNDS = 3  # the newest rounds, shown as they were played
 SUMMARY_CHARS = 600  # cap on one round's summary as shown again
 RUNNING_SUMMARY_CHARS = 2000  # cap on the running summary as shown again
@@ -69,11 +70,16 @@ def notes_fact(notes: str) -> str:
     )
 
 
-def game_master_messages(world: World, past: Past, turn: PlayerTurn, clock: int | None = None) -> list[dict[str, Any]]:
-    """The whole conversation the game master is given for one round (`clock`: the story's time, with a calendar)."""
+def game_master_messages(
+    world: World, past: Past, turn: PlayerTurn, clock: int | None = None, sheet: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """The whole conversation the game master is given for one round (`clock`: the story's time, with a calendar;
+    `sheet`: the characters' sheets now, one line a character, read from the database, gm.engine._sheets)."""
     system = instructions("game_master") + "\n\n" + describe_world(world)
     if world.calendar is not None and clock is not None:
         system += "\n\n" + describe_time(world, clock)
+    if sheet:
+        system += "\n\n" + SHEET_HEADING + "\n" + "\n".join(f"- {line}" for line in sheet)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     remembered = describe_past(past)
     if remembered:
@@ -166,7 +172,10 @@ def _describe_world(world: World) -> str:
         lines += ["", "## Tone and instructions", world.instructions]
     lines += ["", "## Characters"]
     for character in world.characters:
-        variables = ", ".join(f"{name} {value}" for name, value in character.variables.items())
+        # A sheet's variables are shown as they are now, in the prompt's own section (SHEET_HEADING).
+        variables = ", ".join(
+            f"{name} {value}" for name, value in character.variables.items() if not isinstance(value, dict)
+        )
         lines.append(
             f"- {character.name} ({character.role}): {character.description}" + (f" [{variables}]" if variables else "")
         )
@@ -181,7 +190,13 @@ def _describe_world(world: World) -> str:
             }.get(check.compare, "")
             modifier = f" Adds the character's {check.modifier}." if check.modifier else ""
             edges = f" Takes edge: {' or '.join(check.edges)}." if check.edges else ""
-            lines.append(f"- {check.key} ({check.name}): {check.use}{target}{modifier}{edges}")
+            effects = "".join(
+                f" On {band.label}: the engine rolls {effect.by} for the"
+                f" {'opponent' if effect.of == 'opponent' else 'character'}'s {effect.variable}."
+                for band in check.bands
+                for effect in band.effects
+            )
+            lines.append(f"- {check.key} ({check.name}): {check.use}{target}{modifier}{edges}{effects}")
     return "\n".join(lines)
 
 

@@ -35,6 +35,9 @@ class RoundResult(RoundPublic):
     story_id: str
     model_calls: int
     regenerated: bool = False
+    sheet: dict[str, Any] | None = (
+        None  # the characters' sheets after the round (gm.world.sheet); null where none change
+    )
 
 
 class RoundPaused(BaseModel):

@@ -10,7 +10,10 @@ from __future__ import annotations
 from gm.integrity.secret import sealed_ids, stub, visible
 from gm.store import FORKED_FROM, Store, Story
 from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.transcript.sheet_view import change_text, sheet_lines
+from gm.transcript.sheets import ChangePublic, SheetsPublic
 from gm.world.definition import World, whole_number, world_from_data
+from gm.world.sheet import value_text
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
@@ -25,6 +28,12 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
     world = world_from_data(story.world_data, story.dice_data)
     unfinished = store.unfinished_attempts(story_id)
     rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    changes = [ChangePublic.from_stored(change) for change in store.sheet_changes(story_id)]
+    by_round: dict[int, list[ChangePublic]] = {}
+    for change in changes:
+        by_round.setdefault(change.round, []).append(change)
+    for round_ in rounds:
+        round_.changes = by_round.get(round_.number, [])
     inherited = store.inherited_rolls(story)  # a fork's chain begins with its parent's rolls (gm.store._forks)
     sealed = player_sealed(store, story, world) if player else set()
     for round_ in rounds:
@@ -45,6 +54,9 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
             stub(public) if public.id in sealed else public
             for public in (RollPublic.from_stored(roll, world) for roll in [*inherited, *store.story_rolls(story_id)])
         ],
+        sheet_start=world.start_sheets if world.sheet_changes else None,
+        sheet_length=story.sheet_length,
+        sheet_head=story.sheet_head,
     )
     return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
 
@@ -57,6 +69,17 @@ def player_sealed(store: Store, story: Story, world: World) -> set[int]:
     for rolled_in in {roll.story_id for roll in store.inherited_rolls(story)}:
         sealed |= sealed_ids(store, rolled_in, world)
     return sealed
+
+
+def sheets(store: Store, story_id: str) -> SheetsPublic:
+    """The story's sheets now, in words too, and every change its accepted rounds made (`SheetsPublic`)."""
+    story = store.story(story_id)
+    current = story.sheet
+    shown = {
+        name: {key: value_text(entry) for key, entry in entries.items()} for name, entries in (current or {}).items()
+    }
+    changes = [ChangePublic.from_stored(change) for change in store.sheet_changes(story_id)]
+    return SheetsPublic(story=story_id, sheet=current, shown=shown, changes=changes)
 
 
 def story_public(store: Store, story: Story, commitment: str | None = None) -> StoryPublic:
@@ -147,6 +170,8 @@ def render_transcript(data: TranscriptPublic) -> str:
     lines += [f"Note: {notice}." for notice in story.notices]
     if story.time is not None:
         lines.append(f"Now: {story.time}")
+    if story.sheet is not None:  # the characters' sheets now, as the database holds them (gm.transcript.sheet_view)
+        lines += ["Sheets now:", *(f"  {line}" for line in sheet_lines(story.sheet))]
     if story.fair:
         lines.append(f"Fair dice: the next rolls' seed has the commitment {story.commitment}")
         integrity = data.integrity
@@ -166,6 +191,7 @@ def render_transcript(data: TranscriptPublic) -> str:
         for outcome in record.outcomes:
             via = f" (roll {outcome.roll})" if outcome.roll is not None else ""
             lines.append(f"  [outcome] {outcome.character}: {outcome.result}{via}")
+        lines += [f"  [sheet] {change_text(change)}" for change in record.changes]
         if record.judge is not None:
             for verdict in record.judge.verdicts:
                 quote = f" ('{verdict.quote}')" if verdict.quote else ""

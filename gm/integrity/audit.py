@@ -16,6 +16,9 @@ what `gm.engine.transcript.transcript` reads from the database) and checks, in t
    outcome; and no roll serves two rounds.
 4. retries: no check was rolled twice for one character in one round (a round's rolls outlive its
    attempts), for the rolls made since gm kept that rule (`legacy_rolls` are older).
+5. sheets: every sheet recomputed from the world's start values and the rounds' changes, each change in the
+   story's sheet chain, and a check whose modifier is a bounded number rolled with a value it held then
+   (gm.integrity._audit_sheets).
 
 `since(earlier, later)` checks that a later transcript of a story keeps an earlier one's history:
 the same rolls under the same hashes, and the same commitments (`gm audit --since`).
@@ -34,6 +37,7 @@ from gm.integrity._audit_checks import check_mismatches, expected_notation
 from gm.integrity._audit_report import AuditReport, Mismatch
 from gm.integrity._audit_rounds import check_retries, check_rounds
 from gm.integrity._audit_seeds import derived_mismatches, seed_keys
+from gm.integrity._audit_sheets import SheetValues, check_sheets
 from gm.rules.checks import Rules
 from gm.rules.validation import parse_rules
 from gm.transcript.chain import genesis, roll_hash
@@ -53,6 +57,7 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
         )
         return report
     rules = _rules(integrity.dice, report)
+    sheets = check_sheets(transcript, report)
     keys = seed_keys(transcript, report)
     previous = genesis(story.id)
     forked = integrity.forked_from
@@ -73,7 +78,8 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
         if roll.sealed:  # a secret roll's stub: its hash carries the chain, its dice are checked once revealed
             report.sealed += 1
         else:
-            found += _recompute(roll, rules, integrity.modifiers, report)
+            modifiers = _modifiers(roll, rules, integrity.modifiers, sheets, found)
+            found += _recompute(roll, rules, modifiers, report)
             found += derived_mismatches(roll, story.id, integrity.fair, keys, integrity.legacy_rolls, report)
         if roll.prev_hash != previous:
             found.append("its prev_hash is not the hash of the roll before it: a roll was edited, removed or added")
@@ -96,6 +102,25 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
 def _hash_of(roll: RollPublic) -> str:
     """A roll's chain hash: from its contents, or, for a sealed secret roll, the hash its stub carries."""
     return (roll.hash or "") if roll.sealed else roll_hash(roll.model_dump(mode="json"))
+
+
+def _modifiers(
+    roll: RollPublic, rules: Rules | None, modifiers: dict[str, dict[str, int]], sheets: SheetValues, found: list[str]
+) -> dict[str, dict[str, int]]:
+    """The modifiers a check roll is recomputed with: the world's fixed ones, and, for a bounded number on a sheet,
+    the value the roll used, once it is found to be one the number held in its round (else a mismatch)."""
+    check = rules[roll.check or ""] if roll.kind == "check" and rules is not None and roll.check in rules else None
+    if check is None or check.modifier is None:
+        return modifiers
+    used = {roll.character: roll.modifier, roll.opponent: roll.opponent_modifier}
+    patched = modifiers
+    for who, value in used.items():
+        if who is None or sheets.number(who, check.modifier) is None:
+            continue
+        if not sheets.allows(roll, who, check.modifier, value):
+            found.append(f"{who}'s {check.modifier} was never {value} in round {roll.round}, yet the roll added it")
+        patched = {**patched, who: {**patched.get(who, {}), check.modifier: value or 0}}
+    return patched
 
 
 def _rules(data: dict[str, Any] | None, report: AuditReport) -> Rules | None:

@@ -28,6 +28,11 @@ A game-master request (one that carries `tools`) is answered from where the roun
 
 Which check is rolled, for whom and at what target is `gm.rehearsal._checks`.
 
+In a world whose sheets can change (the request offers `change_sheet`), after its check rolls and before
+`narrate`, the rehearsal makes the changes `gm.rehearsal._sheets` gives (a failed check costs a wound, an
+item used is used up, ...), one `change_sheet` call each, and its narration tells every change the round
+made, a band effect's or its own, on a line of its own; it answers the sheet judge by the same lines.
+
 In a world with a calendar, when the player's words say time passes ("I wait until nightfall"),
 the round's first call is `advance_time` instead, with the amount `gm.rehearsal._clock` reads from
 them and the story's clock in the prompt; the round then goes on as above, and its ending (plain
@@ -65,6 +70,7 @@ from gm.engine.prompt import (
     read_judge_request,
     read_player_turn,
 )
+from gm.engine.sheet_judge import read_sheet_request
 from gm.errors import RehearsalStuck
 from gm.models.client import Completion, ToolCall, Usage, estimate_tokens, message_text
 from gm.rehearsal._checks import (
@@ -78,6 +84,14 @@ from gm.rehearsal._checks import (
     why_not_rolled,
 )
 from gm.rehearsal._clock import Advance, time_wanted
+from gm.rehearsal._sheets import (
+    again_lines,
+    made_changes,
+    planned_changes,
+    sheet_lines,
+    sheet_verdict,
+    sheets_in_prompt,
+)
 from gm.rehearsal._texts import (
     MARK,
     clause,
@@ -151,7 +165,9 @@ class RehearsalModel:
         content: str | None
         tool_calls: list[ToolCall]
         last_user = next((content_of(m) for m in reversed(messages) if m.get("role") == "user"), "")
-        if (judging := read_judge_request(last_user)) is not None:
+        if (sheet_judging := read_sheet_request(last_user)) is not None:
+            content, tool_calls = self._answer(sheet_verdict(sheet_judging), tools)
+        elif (judging := read_judge_request(last_user)) is not None:
             content, tool_calls = self._judge(judging, tools)
         elif tools is None:
             content, tool_calls = memory_answer(messages), []
@@ -195,23 +211,37 @@ class RehearsalModel:
             raise RehearsalStuck(f"The rehearsal model's plain narration was refused ({clause(reason)}).")
         every = tool_results(after)
         results = [(name, result) for name, result in every if name != "advance_time"]
+        replayed = _replayed(turn.facts)  # a round played again: its check rolls, told again as they came out
         if not results:
             if "advance_time" in tool_names(tools) and not any(name == "advance_time" for name, _ in every):
                 advance = self._time_passing(world, messages, turn.text)
                 if advance is not None:
                     return None, [self._call("advance_time", asdict(advance))]
-            # Words that only let time pass ("I wait until nightfall") are no risky action: no catch-all for them.
-            waited = any(name == "advance_time" and "now" in result for name, result in every)
-            return self._first_call(world, turn.text, turn.facts, tools, catch_all_ok=not waited)
-        name, last = results[-1]
-        if name == "narrate" and "error" in last:
-            raise RehearsalStuck(f"The rehearsal model's narration was refused ({clause(str(last['error']))}).")
+            if not replayed:
+                # Words that only let time pass ("I wait until nightfall") are no risky action: no catch-all for them.
+                waited = any(name == "advance_time" and "now" in result for name, result in every)
+                return self._first_call(world, turn.text, turn.facts, tools, catch_all_ok=not waited)
+        elif results[-1][0] == "narrate" and "error" in results[-1][1]:
+            raise RehearsalStuck(
+                f"The rehearsal model's narration was refused ({clause(str(results[-1][1]['error']))})."
+            )
         rolled: dict[Any, dict[str, Any]] = {}
         for called, result in results:
             if called == "roll_check" and "band" in result:
                 rolled.setdefault(result.get("roll"), result)
+        for result in replayed:
+            rolled.setdefault(result["roll"], result)
         if rolled:
-            return None, [self._call("narrate", self._narrate(turn.text, list(rolled.values())))]
+            if "change_sheet" in tool_names(tools):  # the sheet rules, one change a call (gm.rehearsal._sheets)
+                planned = planned_changes(world, turn.text, list(rolled.values()), sheets_in_prompt(messages))
+                asked = sum(called == "change_sheet" for called, _ in results)
+                if asked < len(planned):
+                    return None, [self._call("change_sheet", {"changes": [planned[asked]]})]
+            narration = self._narrate(turn.text, list(rolled.values()))
+            told = [*again_lines(world, replayed), *sheet_lines(made_changes(results))]
+            narration["narration"] = "\n".join([narration["narration"], *told])
+            return None, [self._call("narrate", narration)]
+        _, last = next((item for item in reversed(results) if item[0] != "change_sheet"), results[-1])
         said = lead(safe(first_sentence(turn.text)))
         if last.get("void"):
             check, who = self._check_name(str(last.get("check"))), last.get("character")
@@ -235,14 +265,6 @@ class RehearsalModel:
     ) -> tuple[str | None, list[ToolCall]]:
         """The round's first answer: the facts told, a check rolled, or plain text saying nothing needed a roll."""
         said = lead(safe(first_sentence(speech)))
-        replayed = [rolled for fact in facts if (rolled := read_check_fact(fact)) is not None]
-        if replayed:  # a round played again: tell its check rolls again, as they came out
-            results = [
-                {"roll": r.roll, "check": r.check, "character": r.character, "band": r.band, "result": r.result}
-                | ({"critical": True} if r.critical else {})
-                for r in replayed
-            ]
-            return None, [self._call("narrate", self._narrate(speech, results))]
         if facts:
             told = " ".join(safe(fact.rstrip(".")) + "." for fact in facts)
             return f"{MARK} {said}The player's own dice decide it: {told} Nothing else needed a roll.", []
@@ -350,6 +372,22 @@ class RehearsalModel:
         verdicts = {
             "outcomes": [rehearsal_verdict(request.narration, outcome.character) for outcome in request.outcomes]
         }
+        return self._answer(verdicts, tools)
+
+    def _answer(
+        self, verdicts: dict[str, Any], tools: Sequence[Mapping[str, Any]] | None
+    ) -> tuple[str | None, list[ToolCall]]:
+        """A judge's verdicts as JSON text, or as the forced tool call when the request offers one."""
         if tools:
             return None, [self._call(tool_names(tools).pop(), verdicts)]
         return json.dumps(verdicts), []
+
+
+def _replayed(facts: Sequence[str]) -> list[dict[str, Any]]:
+    """The check rolls a round played again already has, from its facts, shaped as roll_check's answers."""
+    return [
+        {"roll": r.roll, "check": r.check, "character": r.character, "band": r.band, "result": r.result}
+        | ({"critical": True} if r.critical else {})
+        for fact in facts
+        if (r := read_check_fact(fact)) is not None
+    ]

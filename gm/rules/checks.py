@@ -22,6 +22,7 @@ from typing import Literal
 from gm import dice
 from gm.dice.tree import Expression as Notation
 from gm.errors import BandGapError, CheckRollError, UnknownCheck
+from gm.rules.effects import Effect
 
 Result = Literal["succeeded", "partial", "failed"]
 Reading = Literal["total", "successes"]
@@ -39,6 +40,7 @@ class Band:
     critical: bool = False
     min: int | None = None
     max: int | None = None
+    effects: tuple[Effect, ...] = ()  # what a roll in this band changes on a sheet (gm.rules.effects)
 
     def holds(self, value: int) -> bool:
         return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)

@@ -21,6 +21,7 @@ from gm.problems import Problem, SchemaCheck, document_order, shipped_schema, te
 from gm.rules._labels import label_key
 from gm.rules.checks import Band, Check, Rules
 from gm.rules.coverage import coverage_problems
+from gm.rules.effects import effect_problems, parse_effects
 from gm.rules.tabletop import build_table, table_problems
 
 
@@ -112,6 +113,7 @@ def _band_problems(bands: Any, path: str) -> list[Problem]:
         if not isinstance(band, dict):
             continue
         band_path = f"{path}.bands[{number}]"
+        problems.extend(effect_problems(band, band_path))
         low, high = band.get("min"), band.get("max")
         if isinstance(low, int) and isinstance(high, int) and low > high:  # true and false are refused as ints
             problems.append(Problem(band_path, f"min {low} is above max {high}"))
@@ -152,7 +154,14 @@ def _build(data: dict[str, Any]) -> Rules:
 
 def _build_check(raw: dict[str, Any], expression: dice.Expression) -> Check:
     bands = tuple(
-        Band(band["label"], band["result"], band.get("critical", False), band.get("min"), band.get("max"))
+        Band(
+            band["label"],
+            band["result"],
+            band.get("critical", False),
+            band.get("min"),
+            band.get("max"),
+            parse_effects(band.get("effects")),
+        )
         for band in raw["bands"]
     )
     return Check(

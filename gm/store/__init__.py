@@ -35,6 +35,7 @@ from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
 from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
+from gm.store._sheets import SheetStart, SheetTables, SheetWrite
 from gm.store._stories import StoryTables
 from gm.store._workers import SERVER_THREADS, workers_for
 from gm.store.migrations import upgrade
@@ -46,6 +47,7 @@ from gm.store.records import (
     RollRecord,
     RoundRecord,
     SeedRecord,
+    SheetChangeRecord,
     Story,
     StoryBase,
 )
@@ -67,6 +69,9 @@ __all__ = [
     "RollRecord",
     "RoundRecord",
     "SeedRecord",
+    "SheetChangeRecord",
+    "SheetStart",
+    "SheetWrite",
     "Store",
     "Story",
     "StoryBase",
@@ -154,7 +159,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables):
+class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables, SheetTables):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:

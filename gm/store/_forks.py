@@ -20,7 +20,8 @@ from sqlmodel import col, select
 
 from gm.errors import Conflict, StoryNotFound
 from gm.store._base import Tables
-from gm.store.records import Attempt, MemoryEntry, RollRecord, RoundRecord, Story
+from gm.store._sheets import fork_sheets
+from gm.store.records import Attempt, MemoryEntry, RollRecord, RoundRecord, SheetChangeRecord, Story
 from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic
 
@@ -106,9 +107,23 @@ class ForkTables(Tables):
                         )
                     )
             session.flush()
+            heads: dict[int, str | None] = {}
+            if parent.sheet is not None:  # its sheets as they were at the fork, and their changes chained anew
+                changes = session.exec(
+                    select(SheetChangeRecord)
+                    .where(SheetChangeRecord.story_id == parent_id)
+                    .order_by(col(SheetChangeRecord.seq))
+                ).all()
+                copied, heads = fork_sheets(parent, fork, through, list(changes), attempts)
+                session.add(fork)
             for record in rounds:
                 values = record.model_dump(exclude={"id", "story_id", "attempt_id"})
+                if parent.sheet is not None:
+                    values["sheet_hash"] = heads.get(record.number)
                 session.add(RoundRecord(**values, story_id=fork.id, attempt_id=attempts[record.attempt_id]))
+            if parent.sheet is not None:
+                session.flush()  # the attempts the changes name first
+                session.add_all(copied)
             memories = session.exec(
                 select(MemoryEntry).where(MemoryEntry.story_id == parent_id, col(MemoryEntry.round_number) <= through)
             ).all()

@@ -29,6 +29,7 @@ from gm.store._batch import Batch
 from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
 from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
+from gm.store._sheets import CHANGES_INSERT, DROP_REPLACED, SHEET_UPDATE, SheetStart, SheetWrite, sheet_start
 from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
 from gm.transcript.shapes import QuestionPublic
@@ -53,6 +54,9 @@ class StoryState:
     chain_length: int
     clock: int | None
     ended_at: datetime | None
+    sheet: dict[str, Any] | None
+    sheet_length: int
+    sheet_head: str | None
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Opened:
     clock_before: int | None = None
     seed: SeedRecord | None = None
     past: Past | None = None
+    sheet: SheetStart | None = None  # the characters' sheets as the round begins (gm.store._sheets)
 
 
 @dataclass
@@ -113,7 +118,13 @@ class RoundTables(Tables):
             return take_paused(connection, story_id, attempt_id, lease)
 
     def accept_round(
-        self, attempt_id: str, record: RoundRecord, calls: Sequence[ModelCall] = (), *, holder: str | None = None
+        self,
+        attempt_id: str,
+        record: RoundRecord,
+        calls: Sequence[ModelCall] = (),
+        *,
+        holder: str | None = None,
+        sheet: SheetWrite | None = None,
     ) -> RoundRecord:
         """Write an accepted round with its model calls, mark its attempt, and count it, in one transaction.
 
@@ -123,6 +134,9 @@ class RoundTables(Tables):
         that row (PostgreSQL) or the database (SQLite) until the round is written: no other round can take
         the lease between the check and the commit. The same UPDATE lets the lease go: the round is over
         once it is written, and another round may take the story as soon as it is committed.
+
+        With `sheet`, the round's sheet changes are written with it and the story's sheets set to what they
+        left (a round played again replaces its earlier version's changes).
         """
         story_id, number = record.story_id, record.number
         on_round = {"attempt": attempt_id, "story": story_id, "round_no": number}
@@ -137,10 +151,17 @@ class RoundTables(Tables):
             if not accepted.done or accepted.scalar():
                 batch.add(_FORGET, on_round)
                 batch.add(_REPLACE, on_round)
+                if sheet is not None:
+                    batch.add(DROP_REPLACED, on_round)
             # (story, number) is unique: a round of that number still there is not written, and refuses this one
             written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
             if calls:
                 batch.add(CALLS_INSERT, [values_of(call) for call in calls])
+            if sheet is not None:
+                if sheet.changes:
+                    batch.add(CHANGES_INSERT, [values_of(change) for change in sheet.changes])
+                sheet_values = {"story": story_id, "sheet": sheet.sheets, "sheet_length": sheet.length}
+                batch.add(SHEET_UPDATE, {**sheet_values, "sheet_head": sheet.head})
             batch.send()
             if accepted.first() is None:
                 raise StoryNotFound(story_id)
@@ -219,6 +240,7 @@ def open_attempt(
         opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
         if (before := by_number.get(number - 1)) is not None:
             opened.clock_before = before.clock
+    opened.sheet = sheet_start(connection, story, number, regenerate)
     seed = batch.add(_SEED, {"story": story.id, "epoch": story.seed_epoch}) if story.fair else None
     queue_attempt(batch, opened.attempt)
     retried = batch.add(OF_ROUND, {"story": story_id, "number": number})

@@ -30,6 +30,7 @@ from gm.store.records import (
     RollRecord,
     RoundRecord,
     SeedRecord,
+    SheetChangeRecord,
     Story,
 )
 from gm.transcript.shapes import as_utc
@@ -126,6 +127,7 @@ class StoryTables(Tables):
             if forks and (kept := connection.execute(sql_select(STORIES.c.id).where(STORIES.c.id.in_(forks))).first()):
                 raise Conflict(f"story {kept[0]} was forked from this one and goes on from its rolls; delete it first")
             for record in (
+                SheetChangeRecord,
                 RevealRecord,
                 PausedRound,
                 MemoryEntry,

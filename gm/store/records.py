@@ -115,6 +115,11 @@ class Story(Built, StoryBase, table=True):
     seed_epoch: int | None = None  # the epoch of the seed fair rolls are derived from now
     clock: int | None = _clock()  # the story's current time (the last round's end); None in a world without a calendar
     ended_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+    # The characters' sheets now (gm.world.sheet), the number of changes made to them and the last one's hash
+    # (gm.transcript.chain's `change_hash`); sheet is None in a world whose sheets cannot change.
+    sheet: dict[str, Any] | None = _json(nullable=True)
+    sheet_length: int = 0
+    sheet_head: str | None = None
 
 
 class SeedRecord(Built, SQLModel, table=True):
@@ -238,6 +243,8 @@ class PausedRound(Built, SQLModel, table=True):
     model_calls: int = 0  # made so far by the attempt (they count toward the round's bound)
     clock: int | None = _clock()
     question: dict[str, Any] = _json()
+    # The sheet changes the attempt made before it paused, with the sheets they left (gm.engine._sheets); None if none.
+    sheet: dict[str, Any] | None = _json(nullable=True)
     created_at: datetime = _moment()
 
 
@@ -261,7 +268,45 @@ class RoundRecord(Built, SQLModel, table=True):
     refusals: list[str] = _json()
     judgement: dict[str, Any] | None = _json(nullable=True)  # the judge's verdicts and model; None if not judged
     clock: int | None = _clock()  # the story's time when the round ended
+    sheet_hash: str | None = None  # the hash of the story's last sheet change when the round ended (None: none yet)
     memory_written: bool = False
+    created_at: datetime = _moment()
+
+
+class SheetChangeRecord(Built, SQLModel, table=True):
+    """One change an accepted round made to a character's sheet (gm.world.sheet.Change), in the story's order.
+
+    `seq` is its place among the story's changes (1, 2, ...), `prev_hash` the hash of the change before it
+    (gm.transcript.chain's `change_hash`; the first one's is the story's sheet genesis). Written with its
+    round, in the transaction that accepts it; a failed attempt's changes are never written, and a round
+    played again replaces its changes with the new version's.
+    """
+
+    __tablename__ = "sheet_changes"
+    __table_args__ = (
+        Index("ix_sheet_changes_story_seq", "story_id", "seq", unique=True),
+        Index("ix_sheet_changes_story_round", "story_id", "round_number"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id")
+    attempt_id: str = Field(foreign_key="attempts.id")
+    round_number: int
+    seq: int
+    character: str
+    variable: str
+    action: str  # set | adjust | add | remove | on | off
+    amount: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    item: str | None = None
+    condition: str | None = None
+    reason: str = ""
+    source: str = "chosen"  # chosen | rolled | effect
+    roll_id: int | None = None  # the roll that gave a rolled amount
+    before: Any = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )  # the number, the item's count or the condition's state
+    after: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
+    clamped: bool = False
+    prev_hash: str
     created_at: datetime = _moment()
 
 

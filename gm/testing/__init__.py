@@ -58,7 +58,7 @@ the forced tool call when the request offers the judge's tool, else as JSON text
 
 from gm.errors import ScriptError
 from gm.testing.function import FunctionModel
-from gm.testing.judging import honest_judge, is_judge_request, judge_answer
+from gm.testing.judging import honest_judge, is_judge_request, is_sheet_judge_request, judge_answer, sheet_judge_answer
 from gm.testing.script import (
     Answer,
     AnyScript,
@@ -110,10 +110,12 @@ __all__ = [
     "honest_judge",
     "http_error",
     "is_judge_request",
+    "is_sheet_judge_request",
     "judge_answer",
     "length",
     "raw",
     "reply",
+    "sheet_judge_answer",
     "slow",
     "tool_call",
 ]

@@ -11,6 +11,8 @@ from typing import Any
 
 from gm.engine.judge import FORMAT_NAME
 from gm.engine.prompt import JudgeRequest, read_judge_request
+from gm.engine.sheet_judge import FORMAT_NAME as SHEET_FORMAT
+from gm.engine.sheet_judge import SheetRequest, read_sheet_request
 from gm.testing.script import Answer, Request, StepFunction, call, reply
 
 
@@ -20,7 +22,10 @@ def is_judge_request(request: Request) -> bool:
 
 
 def honest_judge(request: Request) -> Answer:
-    """A judge step that reads every outcome as told as its roll came out."""
+    """A judge step that reads every outcome as told as its roll came out (and, asked by the sheet judge, every
+    change the round made as told and none invented: `sheet_judge_answer`)."""
+    if _sheet_request(request) is not None:
+        return _sheet_answer(request, (), ())
     asked = _judge_request(request)
     if asked is None:
         raise AssertionError("honest_judge was given a request that is not the judge's")
@@ -34,6 +39,41 @@ def judge_answer(*verdicts: tuple[str, str, str]) -> StepFunction:
         return _answer(request, list(verdicts))
 
     return step
+
+
+def sheet_judge_answer(untold: tuple[int, ...] = (), invented: tuple[tuple[str, str, str], ...] = ()) -> StepFunction:
+    """A sheet judge step (gm.engine.sheet_judge): every listed change told but the numbers in `untold`, and
+    these (character, change, quote) changes invented."""
+
+    def step(request: Request) -> Answer:
+        return _sheet_answer(request, untold, invented)
+
+    return step
+
+
+def _sheet_answer(request: Request, untold: tuple[int, ...], invented: tuple[tuple[str, str, str], ...]) -> Answer:
+    asked = _sheet_request(request)
+    if asked is None:
+        raise AssertionError("sheet_judge_answer was given a request that is not the sheet judge's")
+    answer = {
+        "made": [
+            {"number": number, "told": number not in untold, "quote": ""} for number in range(1, len(asked.made) + 1)
+        ],
+        "invented": [{"character": who, "change": what, "quote": quote} for who, what, quote in invented],
+    }
+    if any(tool.get("function", {}).get("name") == SHEET_FORMAT for tool in request.get("tools", [])):
+        return call(SHEET_FORMAT, answer)
+    return reply(json.dumps(answer))
+
+
+def is_sheet_judge_request(request: Request) -> bool:
+    """Whether a request is the sheet judge's."""
+    return _sheet_request(request) is not None
+
+
+def _sheet_request(request: Request) -> SheetRequest | None:
+    content = next((m.get("content") for m in request["messages"] if m.get("role") == "user"), "")
+    return read_sheet_request(content) if isinstance(content, str) else None
 
 
 def _answer(request: Request, verdicts: list[tuple[str, str, str]]) -> Answer:

@@ -76,3 +76,62 @@ def canonical(roll: Mapping[str, Any]) -> bytes:
 def roll_hash(roll: Mapping[str, Any]) -> str:
     """The hex SHA-256 of a roll (a mapping in the transcript's names, `prev_hash` included)."""
     return hashlib.sha256(canonical(roll)).hexdigest()
+
+
+# A story's sheet changes (gm.world.sheet) are chained the same way, apart from its rolls: each change's
+# `prev_hash` is the hash of the change before it, the first one's the story's sheet genesis. A round keeps the
+# hash of the story's last change when it ended (`sheet_hash`), so a change removed from the end is seen too.
+CHANGE_HASHED = (
+    "seq",
+    "round",
+    "attempt",
+    "character",
+    "variable",
+    "action",
+    "amount",
+    "item",
+    "condition",
+    "reason",
+    "source",
+    "roll",
+    "before",
+    "after",
+    "clamped",
+    "prev_hash",
+)
+
+
+def sheet_genesis(story_id: str) -> str:
+    """The `prev_hash` of a story's first sheet change."""
+    return hashlib.sha256(f"gm-sheet:{story_id}".encode()).hexdigest()
+
+
+def change_hash(change: Mapping[str, Any]) -> str:
+    """The hex SHA-256 of a sheet change (a mapping in the transcript's names, `prev_hash` included)."""
+    fields = {name: change.get(name) for name in CHANGE_HASHED}
+    encoded = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def stored_change_hash(row: Any) -> str:
+    """The hash of a sheet change as the store keeps it (`gm.store.records.SheetChangeRecord`'s attributes)."""
+    return change_hash(
+        {
+            "seq": row.seq,
+            "round": row.round_number,
+            "attempt": row.attempt_id,
+            "character": row.character,
+            "variable": row.variable,
+            "action": row.action,
+            "amount": row.amount,
+            "item": row.item,
+            "condition": row.condition,
+            "reason": row.reason,
+            "source": row.source,
+            "roll": row.roll_id,
+            "before": row.before,
+            "after": row.after,
+            "clamped": row.clamped,
+            "prev_hash": row.prev_hash,
+        }
+    )

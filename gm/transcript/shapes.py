@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gm.rules.card_odds import roll_chances
 from gm.rules.checks import Check
+from gm.transcript.sheets import ChangePublic
 from gm.world.calendar import story_time
 from gm.world.definition import World
 
@@ -33,6 +34,8 @@ class StoredRound(Protocol):
     refusals: list[str]
     judgement: dict[str, Any] | None
     clock: int | None
+    sheet_hash: str | None
+    attempt_id: str
 
 
 class StoredStory(Protocol):
@@ -47,6 +50,7 @@ class StoredStory(Protocol):
     clock: int | None
     world_data: dict[str, Any]
     ended_at: datetime | None
+    sheet: dict[str, Any] | None
 
 
 class StoredSeed(Protocol):
@@ -244,6 +248,9 @@ class RoundPublic(BaseModel):
     judge: JudgementPublic | None = None
     clock: int | None = None  # when the round ended: minutes since the story began; null without a calendar
     time: str | None = None  # the same in words, on the world's calendar
+    changes: list[ChangePublic] = []  # what the round changed on the characters' sheets, in order (gm.world.sheet)
+    sheet_hash: str | None = None  # the hash of the story's last sheet change when the round ended
+    attempt: str | None = None  # the attempt that played the round as it was accepted
 
     @classmethod
     def from_record(cls, record: StoredRound, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
@@ -258,6 +265,8 @@ class RoundPublic(BaseModel):
             judge=JudgementPublic.model_validate(record.judgement) if record.judgement else None,
             clock=record.clock,
             time=world.calendar.text(record.clock) if world and world.calendar and record.clock is not None else None,
+            sheet_hash=record.sheet_hash,
+            attempt=record.attempt_id,
         )
 
 
@@ -308,6 +317,7 @@ class StoryPublic(BaseModel):
     clock: int | None = None  # the story's time now: minutes since it began; null without a calendar
     time: str | None = None  # the same in words, on the world's calendar
     asking: QuestionPublic | None = None  # a round paused for the player's dice (gm.engine.typed_dice), or null
+    sheet: dict[str, Any] | None = None  # the characters' sheets now (gm.world.sheet); null where none can change
     ended: bool = (
         False  # the story has ended: it plays no more rounds, and its secret rolls are shown (gm.integrity.secret)
     )
@@ -331,6 +341,7 @@ class StoryPublic(BaseModel):
             clock=story.clock,
             time=story_time(story.world_data, story.clock),
             ended=story.ended_at is not None,
+            sheet=story.sheet,
         )
 
 
@@ -374,6 +385,11 @@ class IntegrityPublic(BaseModel):
     # then begin with the inherited ones (gm.store._forks).
     forked_from: dict[str, Any] | None = None
     rolls: list[RollPublic]
+    # The sheets the story started with (gm.world.sheet; null where none can change), and its sheet changes' count
+    # and last hash: the audit recomputes the sheets from these and the rounds' changes.
+    sheet_start: dict[str, Any] | None = None
+    sheet_length: int = 0
+    sheet_head: str | None = None
 
 
 class TranscriptPublic(BaseModel):

@@ -80,9 +80,8 @@ OPENAI_KINDS: dict[int, tuple[str, str | None]] = {
     413: ("invalid_request_error", "request_too_large"),
     422: ("invalid_request_error", "invalid_body"),
     500: ("server_error", None),
-    503: ("server_error", "database_unavailable"),
     502: ("server_error", "round_failed"),
-    503: ("server_error", "server_stopping"),
+    503: ("server_error", "unavailable"),  # a database that cannot be used, or a server draining
 }
 
 

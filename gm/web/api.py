@@ -21,12 +21,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gm.engine.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.results import RoundEvents, RoundPaused, RoundResult
-from gm.engine.transcript import story_public, transcript
+from gm.engine.transcript import sheets, story_public, transcript
 from gm.engine.typed_dice import read_faces
 from gm.errors import BrokenWorld, Conflict, GmError, RoundWaiting, UsageError
 from gm.integrity.secret import refuse_if_ended
 from gm.store import NOTHING_TO_REGENERATE, NOTHING_WAITING, Story, waiting_sentence
 from gm.transcript.shapes import StoryPublic, TranscriptPublic
+from gm.transcript.sheets import SheetsPublic
 from gm.web.schemas import (
     EVENT_STREAM,
     AbandonedOut,
@@ -108,6 +109,14 @@ def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPubl
     roll not yet revealed has no card, and is a sealed stub in the chain (gm.integrity.secret)."""
     app.story(story_id, token)
     return transcript(app.game.store, story_id, player=True)
+
+
+@router.get("/stories/{story_id}/sheet", responses=errors(401, 404))
+def get_sheet(story_id: str, app: ServiceDep, token: TokenDep) -> SheetsPublic:
+    """The characters' sheets now (null where the world's sheets cannot change), in words too, and every change
+    the story's accepted rounds made, in order (gm.world.sheet, docs/sheets.md)."""
+    app.story(story_id, token)
+    return sheets(app.game.store, story_id)
 
 
 @router.post("/stories/{story_id}/end", responses=errors(401, 404, 409))

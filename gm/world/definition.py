@@ -12,6 +12,11 @@ files: a check's modifier variable that a character has but that is not a whole 
 some character's modifier added, can roll a value no band holds (an error naming check, characters
 and values). A check whose modifier variable no character has is a warning: it can never be rolled.
 A world without dice.json has no checks, which is fine.
+
+A variable may be part of the character's sheet, which a story changes (gm.world.sheet: a bounded number,
+items, conditions); `gm.world.sheet.sheet_problems` finds what the schema cannot say of them. A check's
+modifier may name a bounded number: its start value, its least and its greatest are each tried for gaps,
+and a roll reads the value the sheet holds at that moment (`modifier_for` with the story's sheets).
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ from gm.rules.coverage import coverage_problems
 from gm.rules.validation import parse_rules
 from gm.rules.validation import validate as validate_dice
 from gm.world.calendar import Calendar, calendar_from_data, calendar_problems
+from gm.world.sheet import Sheets, kind_of, sheet_problems, start_sheets, start_value
 
 MAX_MODIFIER = 1_000_000  # as for a notation's constants and a target, so a roll's value always fits its column
 WORLD_FILE = "world.json"
 DICE_FILE = "dice.json"
 
 Role = Literal["player", "npc"]
-Value = int | float | str
+Value = int | float | str | dict[str, Any]  # a dict: a sheet entry (gm.world.sheet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +96,19 @@ class World:
         known = ", ".join(character.name for character in self.characters)
         raise UnknownCharacter(f"there is no character '{name}'; the characters are: {known}")
 
-    def modifier_for(self, check: Check, character: Character) -> int:
+    def modifier_for(self, check: Check, character: Character, sheets: Sheets | None = None) -> int:
         """What `character` adds to a roll of `check`; see the module's `modifier_for`."""
-        return modifier_for(check, character)
+        return modifier_for(check, character, sheets)
+
+    @property
+    def start_sheets(self) -> Sheets:
+        """The sheets a story in this world starts with (gm.world.sheet); empty when nothing can change."""
+        return start_sheets(self.world_data["characters"])
+
+    @property
+    def sheet_changes(self) -> bool:
+        """Whether some character's sheet can change in a story (then change_sheet is offered)."""
+        return any(kind_of(value) is not None for c in self.characters for value in c.variables.values())
 
     def check(self, key: str) -> Check:
         """The check `key` of dice.json, or `UnknownCheck` listing the checks there are."""
@@ -101,14 +117,18 @@ class World:
         return self.rules[key]
 
 
-def modifier_for(check: Check, character: Character) -> int:
+def modifier_for(check: Check, character: Character, sheets: Sheets | None = None) -> int:
     """What `character` adds to a roll of `check`: its modifier variable (0 when the check has none).
 
+    A bounded number adds the value `sheets` (a story's sheets now) hold for it, else its start value.
     Raises `CharacterCannotRoll` when the character lacks that variable or it is not a whole number.
     """
     if check.modifier is None:
         return 0
     given = character.variables.get(check.modifier)
+    if kind_of(given) == "number":
+        entry = (sheets or {}).get(character.name, {}).get(check.modifier)
+        given = start_value(given) if entry is None else entry.get("value")
     value = whole_number(given)
     if value is None:
         raise CharacterCannotRoll(check.key, character.name, check.modifier, given)
@@ -162,13 +182,16 @@ def validate_world(world_data: Any, dice_data: Any | None = None) -> list[Proble
     world_problems = _schema().problems(world_data) + text_problems(world_data)
     characters = _raw_characters(world_data)
     world_problems.extend(_character_problems(characters))
+    world_problems.extend(sheet_problems(characters))
     if isinstance(world_data, dict):
         world_problems.extend(calendar_problems(world_data.get("calendar")))
     dice_problems: list[Problem] = []
     if dice_data is not None:
         dice_problems = validate_dice(dice_data)
         world_problems.extend(_modifier_type_problems(characters, dice_data))
-        dice_problems.extend(_modifier_problems(characters, _usable_checks(dice_data, dice_problems)))
+        usable = _usable_checks(dice_data, dice_problems)
+        dice_problems.extend(_modifier_problems(characters, usable))
+        dice_problems.extend(_effect_problems(characters, usable))
     return [replace(problem, file=WORLD_FILE) for problem in sorted(world_problems, key=document_order)] + [
         replace(problem, file=DICE_FILE) for problem in sorted(dice_problems, key=document_order)
     ]
@@ -246,7 +269,7 @@ def _modifier_type_problems(characters: list[tuple[int, dict[str, Any]]], dice_d
     for index, raw in characters:
         for variable, value in _variables(raw).items():
             finite = not isinstance(value, float) or math.isfinite(value)  # else already "not a number"
-            whole = whole_number(value)
+            whole = whole_number(start_value(value))
             if variable in users and finite and (whole is None or abs(whole) > MAX_MODIFIER):
                 named = _and(users[variable])
                 wanted = "a whole number" if whole is None else f"from {-MAX_MODIFIER:,} to {MAX_MODIFIER:,}"
@@ -271,9 +294,9 @@ def _modifier_problems(characters: list[tuple[int, dict[str, Any]]], checks: lis
             problems.append(Problem(f"{path}.modifier", message, "warning"))
         by_modifier: dict[int, list[str]] = {}
         for number, raw in holders:
-            modifier = whole_number(_variables(raw)[check.modifier])
-            if modifier:  # modifier 0 was tried by dice.json's own check; not whole is reported above
-                by_modifier.setdefault(modifier, []).append(_shown_name(number, raw))
+            for modifier in _modifiers_held(_variables(raw)[check.modifier]):
+                if modifier:  # modifier 0 was tried by dice.json's own check; not whole is reported above
+                    by_modifier.setdefault(modifier, []).append(_shown_name(number, raw))
         for modifier, names in by_modifier.items():
             who = f" for {_and(names)} ({check.modifier} {modifier:+d})"
             found = coverage_problems(check, path, modifier, who)
@@ -281,6 +304,31 @@ def _modifier_problems(characters: list[tuple[int, dict[str, Any]]], checks: lis
             # reach is no mistake, and an over/under check's gaps depend on the target (a roll there is void).
             problems.extend(problem for problem in found if problem.severity == "error")
     return problems
+
+
+def _effect_problems(characters: list[tuple[int, dict[str, Any]]], checks: list[tuple[int, Check]]) -> list[Problem]:
+    """A band effect on a variable no character holds as a bounded number: it can never change anything (a warning)."""
+    numbers = {name for _, raw in characters for name, value in _variables(raw).items() if kind_of(value) == "number"}
+    problems = []
+    for index, check in checks:
+        for number, band in enumerate(check.bands):
+            for place, effect in enumerate(band.effects):
+                if effect.variable not in numbers:
+                    message = (
+                        f"no character has '{effect.variable}' as a bounded number, so this effect changes nothing"
+                    )
+                    path = f"$.checks[{index}].bands[{number}].effects[{place}].variable"
+                    problems.append(Problem(path, message, "warning"))
+    return problems
+
+
+def _modifiers_held(value: Any) -> list[int]:
+    """The modifiers a variable can add: a fixed number's one; a bounded number's start, least and greatest."""
+    if kind_of(value) != "number":
+        whole = whole_number(value)
+        return [] if whole is None else [whole]
+    held = [value.get(key) for key in ("value", "min", "max")]
+    return sorted({number for number in map(whole_number, held) if number is not None and abs(number) <= MAX_MODIFIER})
 
 
 def whole_number(value: object) -> int | None:

@@ -104,14 +104,14 @@ def test_the_world_form_saves_edits_in_the_reference_layout(client: TestClient, 
     path = worlds / "harbour-heist" / "world.json"
     before = path.read_text()
     page = submit(client, "/worlds/harbour-heist", "add-variable:1")
-    assert 'name="characters-1-variables-3-name"' in page.text and not path.with_name("world.json.bak").exists()
+    assert 'name="characters-1-variables-5-name"' in page.text and not path.with_name("world.json.bak").exists()
     fields = form_of(page.text)
     fields.update(
         {
             "title": "Low Water",
-            "characters-1-variables-3-name": "mood",
-            "characters-1-variables-3-kind": "text",
-            "characters-1-variables-3-value": "sullen",
+            "characters-1-variables-5-name": "mood",
+            "characters-1-variables-5-kind": "text",
+            "characters-1-variables-5-value": "sullen",
         }
     )
     saved = post(client, "/worlds/harbour-heist", {**fields, "action": "save"})
@@ -120,7 +120,7 @@ def test_the_world_form_saves_edits_in_the_reference_layout(client: TestClient, 
     expected["title"] = "Low Water"
     expected["characters"][1]["variables"]["mood"] = "sullen"
     assert path.read_text() == world_text(expected)
-    assert '"variables": {"nerve": 1, "hands": 1, "tongue": 3, "mood": "sullen"}' in path.read_text()
+    assert '\n        "coin": {"value": 2, "min": 0},\n        "mood": "sullen"\n' in path.read_text()
     assert path.with_name("world.json.bak").read_text() == before
 
 
@@ -213,11 +213,11 @@ def test_the_dice_form_shows_every_field_of_a_check(client: TestClient) -> None:
     assert (fields["checks-0-bands-0-min"], fields["checks-0-bands-0-max"]) == ("", "0")
 
 
-def test_the_modifier_picker_offers_the_characters_number_variables(client: TestClient) -> None:
+def test_the_modifier_picker_offers_the_characters_number_variables_bounded_or_not(client: TestClient) -> None:
     page = client.get("/worlds/harbour-heist/dice").text
     picker = re.search(r'<select id="checks-0-modifier".*?</select>', page, re.S)
     assert picker
-    assert re.findall(r'<option value="([^"]*)"', picker[0]) == ["", "hands", "nerve", "tongue"]
+    assert re.findall(r'<option value="([^"]*)"', picker[0]) == ["", "coin", "grit", "hands", "nerve", "tongue"]
 
 
 def test_checks_and_bands_are_added_removed_and_moved_without_saving(client: TestClient, worlds: Path) -> None:
@@ -317,11 +317,11 @@ def test_a_gap_opened_by_a_characters_modifier_names_the_character(client: TestC
 
 
 def test_a_modifier_held_as_text_is_an_error_at_the_modifier(client: TestClient) -> None:
-    page = submit(client, "/worlds/harbour-heist/dice", "save", {"checks-0-modifier": "carrying"})
+    page = submit(client, "/worlds/harbour-heist/dice", "save", {"checks-0-modifier": "knows"})
     assert page.status_code == 422
     assert problems_at(page.text, "checks-0-modifier") == [
-        "error: Odile: 'carrying' is the modifier of check 'attempt', so it must be a whole number, not"
-        " 'wax, three blank manifests, a shuttered lantern, a roll of picks' (in world.json)"
+        "error: Pruitt: 'knows' is the modifier of check 'attempt', so it must be a whole number, not"
+        ' "the strongroom key hangs inside Quell\'s desk, which is never locked" (in world.json)'
     ]
 
 

@@ -27,9 +27,10 @@ def test_rehearsal_rolls_an_edge_a_natural_and_an_opposed_check(store: Store, tm
         "I outwit Quell and palm the key from his desk.",
     ]
     # 2d20kl1 keeps 1: 1 + 2 (nerve) - 11 (the target, 1d20's mean) = -8, Failure; the natural 1 steps it
-    # down to Critical failure. Then Odile 20 + 2 against Quell 15 + 3 reads 4, Ahead, and the natural 20
-    # sends it to Outclassed them.
-    faces = [1, 9, 20, 15]
+    # down to Critical failure, whose effect rolls 1d2 (a 2) off Odile's grit. Then Odile 20 + 2 against
+    # Quell 15 + 3 reads 4, Ahead, and the natural 20 sends it to Outclassed them, which rolls 1d2 (a 1) off
+    # Quell's grit.
+    faces = [1, 9, 2, 20, 15, 1]
 
     async def play() -> tuple[str, list[str]]:
         game = Game(RehearsalModel(load_world(folder)), store, source=dice.GivenFaces(faces))
@@ -52,6 +53,12 @@ def test_rehearsal_rolls_an_edge_a_natural_and_an_opposed_check(store: Store, tm
     assert "with disadvantage" in told[0] and "Natural 1: stepped down from Failure" in told[0]
     assert "against Quell" in told[1]
     assert [outcome.character for outcome in whole.rounds[1].outcomes] == ["Odile"]
+    assert [(change.character, change.variable, change.before, change.after) for change in whole.rounds[0].changes] == [
+        ("Odile", "grit", 3, 1)
+    ]
+    assert [(change.character, change.after, change.source) for change in whole.rounds[1].changes] == [
+        ("Quell", 2, "effect")
+    ]
     assert audit(whole).ok
 
 
@@ -70,6 +77,8 @@ def test_a_fair_story_derives_edge_and_opposed_faces_again_from_its_seed(store: 
     story = asyncio.run(play())
     reveal(store, story)
     whole = transcript(store, story)
-    assert [roll.notation for roll in whole.integrity.rolls] == ["2d20kh1", "1d20-1d20"]  # type: ignore[union-attr]
+    notations = [roll.notation for roll in whole.integrity.rolls]  # type: ignore[union-attr]
+    # A critical band's effect rolls its amount (1d2 of grit) after the check, from the same seed.
+    assert [notation for notation in notations if notation != "1d2"] == ["2d20kh1", "1d20-1d20"]
     report = audit(whole)
-    assert report.ok and report.derived == 2, report.mismatches
+    assert report.ok and report.derived == len(notations), report.mismatches

@@ -19,7 +19,7 @@ from gm import dice
 from gm.engine.game import Game
 from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
-from gm.testing import FakeModel, FunctionModel, Script, honest_judge, is_judge_request, reply
+from gm.testing import FakeModel, FunctionModel, Script, honest_judge, is_judge_request, is_sheet_judge_request, reply
 from gm.web.app import create_app
 from tests.support.rounds import Transport, fake, function_model
 
@@ -30,7 +30,7 @@ def keeper_too(script: list[Any]) -> Any:
     queue = list(script)
 
     def answer(request: dict[str, Any]) -> Any:
-        if is_judge_request(request):
+        if is_judge_request(request) or is_sheet_judge_request(request):
             return honest_judge(request)
         if "tools" not in request:
             return reply("Something memorable happened.")

@@ -77,3 +77,49 @@ CALENDAR: dict[str, Any] = {
         {"name": "night", "from": "20:00"},
     ],
 }
+
+
+# A world whose sheets change (docs/sheets.md): Mara's hp, kit and state, Tomas's hp; a strike adds hp.
+SHEET_WORLD: dict[str, Any] = {
+    "title": "The Customs House",
+    "premise": "A forger works the night shift at the customs house while a guard makes his rounds.",
+    "characters": [
+        {
+            "name": "Mara",
+            "role": "player",
+            "description": "A forger.",
+            "variables": {
+                "hp": {"value": 10, "min": 0, "max": 10},
+                "kit": {"items": ["wax", {"name": "lock picks", "count": 2}, {"name": "coins", "count": 5}]},
+                "state": {"conditions": {"wounded": False, "soaked": False}},
+                "nerve": 2,
+            },
+        },
+        {
+            "name": "Tomas",
+            "role": "npc",
+            "description": "The guard.",
+            "variables": {"hp": {"value": 8, "min": 0, "max": 8}},
+        },
+    ],
+}
+SHEET_DICE: dict[str, Any] = {
+    "checks": [
+        {
+            "key": "strike",
+            "name": "Strike",
+            "use": "a blow at someone",
+            "dice": "1d20",
+            "modifier": "hp",
+            "bands": [
+                {
+                    "label": "Hit",
+                    "result": "succeeded",
+                    "min": 12,
+                    "effects": [{"variable": "hp", "of": "opponent", "by": "-1d4"}],
+                },
+                {"label": "Miss", "result": "failed", "max": 11, "effects": [{"variable": "hp", "by": "-1d2"}]},
+            ],
+        }
+    ]
+}

@@ -13,6 +13,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from gm.dice.parser import MAX_CONSTANT, MAX_LENGTH
+from gm.engine._sheets import MAX_CHANGES as MAX_SHEET_CHANGES
 from gm.engine.referee import MAX_NARRATION
 from gm.engine.tools._argcheck import Check, compile_schema
 from gm.engine.tools.tabletop import roll_check_properties
@@ -27,6 +28,7 @@ from gm.world.definition import World
 MAX_TARGET = MAX_CONSTANT
 MAX_REASON = 300
 MAX_ROLL_ID = 2**31 - 1
+MAX_SHEET_AMOUNT = 1_000_000  # as a bounded number's own bound (gm.world.sheet)
 MAX_DEPTH = 8  # nesting of a call's arguments: as deep as narrate's, with room
 
 
@@ -121,6 +123,8 @@ def _tool_schemas(world: World) -> list[dict[str, Any]]:
                 ["amount", "unit", "reason"],
             )
         )
+    if world.sheet_changes:
+        tools.append(change_sheet_schema(world))
     tools.append(
         _function(
             "narrate",
@@ -151,6 +155,50 @@ def _tool_schemas(world: World) -> list[dict[str, Any]]:
         )
     )
     return tools
+
+
+def change_sheet_schema(world: World) -> dict[str, Any]:
+    """change_sheet, offered only in a world where some character's sheet can change (gm.world.sheet)."""
+    names = [character.name for character in world.characters]
+    change = {
+        "type": "object",
+        "properties": {
+            "character": {"type": "string", "enum": names},
+            "variable": {"type": "string", "maxLength": 40, "description": "The sheet's variable, such as hp or kit."},
+            "action": {
+                "type": "string",
+                "enum": ["set", "adjust", "add", "remove", "on", "off"],
+                "description": "A number: set or adjust. Items: add or remove. Conditions: on or off.",
+            },
+            "amount": {
+                "type": "integer",
+                "minimum": -MAX_SHEET_AMOUNT,
+                "maximum": MAX_SHEET_AMOUNT,
+                "description": "A chosen amount (a price, a gift): the value to set, the amount to adjust by "
+                "(negative takes away), or how many items (default 1). Refused if it takes a number past its bounds.",
+            },
+            "roll": {
+                "type": "string",
+                "maxLength": MAX_LENGTH,
+                "description": "For adjust, instead of amount: dice notation rolled by the engine for a random "
+                "amount, such as -1d6 (damage) or 2d4 (healing); clamped at the bounds.",
+            },
+            "item": {"type": "string", "maxLength": 60, "description": "The item added or removed."},
+            "condition": {"type": "string", "maxLength": 40, "description": "The condition turned on or off."},
+            "reason": {"type": "string", "maxLength": MAX_REASON, "description": "Why, in a few words."},
+        },
+        "required": ["character", "variable", "action", "reason"],
+        "additionalProperties": False,
+    }
+    return _function(
+        "change_sheet",
+        "Change the characters' sheets when the story changes them (damage, a price paid, an item found or "
+        "lost, a condition taken or shaken off). Every change is checked; all the call's changes are made or "
+        "none. Returns each change made and the sheets now. Tell every change in the narration, and narrate "
+        "no change to a sheet that you did not make here.",
+        {"changes": {"type": "array", "items": change, "description": f"At most {MAX_SHEET_CHANGES} changes."}},
+        ["changes"],
+    )
 
 
 def _reveal_roll_schema() -> dict[str, Any]:

@@ -26,10 +26,11 @@ from typing import Any, Literal, Protocol, cast
 from gm import dice
 from gm.dice.result import Roll, sum_line
 from gm.engine._earlier_rolls import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
+from gm.engine._sheets import RoundSheet, band_effects, earlier_against
 from gm.engine.prompt import CheckFact, check_fact_text
 from gm.engine.referee import Outcome, Refusal, Result, RollKind, RoundRoll, referee
 from gm.engine.tools.offered import argument_checks, read_arguments
-from gm.engine.tools.tabletop import edge_asked, opponent_of
+from gm.engine.tools.tabletop import against_of, edge_asked, opponent_of
 from gm.engine.typed_dice import FacesNeeded, question_for
 from gm.errors import CharacterCannotRoll, CheckRollError, ModelRetry
 from gm.models.completion import strip_reasoning
@@ -103,6 +104,7 @@ class RoundTools:
     dice_from: str = "engine"  # "player": checks are rolled at the table, their faces typed in (gm.engine.typed_dice)
     typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
     bound: set[int] = field(default_factory=set)  # failed attempts' check rolls in play, not yet asked for again
+    sheet: RoundSheet | None = None  # the characters' sheets as this attempt changes them (gm.engine._sheets)
 
     def next_message(self) -> None:
         """A new message of the model's begins: it has now read the result of every roll so far."""
@@ -131,11 +133,13 @@ class RoundTools:
         check = rules[arguments["check"]]
         try:
             character = self.world.character(arguments["character"])
-            modifier = self.world.modifier_for(check, character)
+            sheets = self.sheet.sheets if self.sheet is not None else None  # a modifier reads the sheet of the moment
+            modifier = self.world.modifier_for(check, character, sheets)
             target = None if arguments.get("target") is None else int(arguments["target"])  # 12.0 is 12
             read_value(check, 0, target, 0)  # a missing or unwanted target is refused before rolling
             edge = edge_asked(check, arguments.get("edge"))
-            opponent, against = opponent_of(self.world, check, character.name, arguments.get("opponent"))
+            opponent, against = opponent_of(self.world, check, character.name, arguments.get("opponent"), sheets)
+            hurt = against_of(self.world, check, character.name, arguments.get("against"))
         except (KeyError, CharacterCannotRoll, CheckRollError) as error:
             raise ModelRetry(str(error.args[0]) if error.args else str(error)) from None
         net = opposed_modifier(modifier, against) if opponent is not None else modifier
@@ -149,7 +153,8 @@ class RoundTools:
                 return ToolReply(_check_content(roll, repeated=True))
         if (again := self.retried.check(check.key, character.name)) is not None:
             self.rolls.append(again)
-            return ToolReply({**_check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE})
+            content = {**_check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE}
+            return ToolReply(self._effects(again, hurt, content))
         settled = certain(check, target, net, edge)
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
             raise ModelRetry(refusal(settled, character.name))
@@ -191,7 +196,27 @@ class RoundTools:
         content = _check_content(record, repeated=False)
         if check.secret:
             content["secret"] = SECRET_NOTE
-        return ToolReply(content)
+        return ToolReply(self._effects(record, hurt, content))
+
+    def _effects(self, record: RollRecord, against: str | None, content: dict[str, Any]) -> dict[str, Any]:
+        """The check's answer with what its band's effects changed (gm.rules.effects), once applied."""
+        effects = band_effects(self.world, record)
+        if effects and self.sheet is not None:
+            opponent = record.opponent or against
+            content["changes"] = self.sheet.effects(effects, str(record.character), opponent, self._amount)
+        return content
+
+    def change_sheet(self, arguments: dict[str, Any]) -> ToolReply:
+        """Change the characters' sheets: every change checked, all made or none (gm.engine._sheets)."""
+        assert self.sheet is not None  # only offered, and so only accepted, where a sheet can change
+        return ToolReply(self.sheet.change(list(arguments["changes"]), self._amount))
+
+    def _amount(self, notation: str, reason: str) -> RollRecord:
+        """A sheet change's amount rolled and written, or the same roll of an earlier attempt at the round."""
+        if (again := self.retried.amount(notation, reason)) is not None:
+            self.rolls.append(again)
+            return again
+        return self._write("dice", dice.roll(dice.parse(notation), dice.for_one_roll(self.source)), reason)
 
     def _room_for_a_roll(self) -> None:
         """Refuse a roll past `MAX_ROLLS` in this round, with what the model can do instead."""
@@ -281,6 +306,8 @@ class RoundTools:
         serve each with an outcome (and is judged on it), so each is given as a fact with its band."""
         replayed = [record for record in self.earlier if record.kind == "check" and not record.void]
         self.rolls.extend(replayed)
+        for record in replayed:  # the earlier version's changes were undone: its bands' effects are made again
+            self._effects(record, earlier_against(self.world, self.earlier, record), {})
         return [check_fact(record, self.world) for record in replayed]
 
     def bind_retried_checks(self) -> list[str]:
@@ -327,6 +354,7 @@ TOOLS: dict[str, Tool] = {
     "roll_dice": Tool(RoundTools.roll_dice, on_database=True),  # writes the roll
     "reveal_roll": Tool(RoundTools.reveal_roll, on_database=True),  # looks the roll up, writes the reveal
     "advance_time": Tool(RoundTools.advance_time, on_database=False),
+    "change_sheet": Tool(RoundTools.change_sheet, on_database=True),  # writes the rolls of rolled amounts
     "narrate": Tool(RoundTools.narrate, on_database=False),
 }
 

@@ -49,8 +49,35 @@ def roll_check_properties(world: World, names: list[str], max_target: int, max_r
             "description": f"Only for opposed checks ({', '.join(opposed)}), and required there: the character who"
             " resists, rolling the same dice with their own modifier. The roll settles the actor's outcome only.",
         }
+    hurting = [check.key for check in checks if not check.opposed and hits_opponent(check)]
+    if hurting:
+        properties["against"] = {
+            "type": "string",
+            "enum": names,
+            "description": f"Only for checks whose bands change an opponent's sheet ({', '.join(hurting)}), and"
+            " required there: the character the check is made against.",
+        }
     properties["reason"] = {"type": "string", "maxLength": max_reason, "description": "What the character attempts."}
     return properties
+
+
+def hits_opponent(check: Check) -> bool:
+    """Whether some band of the check changes the opponent's sheet (gm.rules.effects)."""
+    return any(effect.of == "opponent" for band in check.bands for effect in band.effects)
+
+
+def against_of(world: World, check: Check, actor: str, named: Any) -> str | None:
+    """The character a non-opposed check whose bands change an opponent's sheet is made against."""
+    if check.opposed or not hits_opponent(check):
+        if named is not None:
+            raise CheckRollError(f"check '{check.key}' changes no opponent's sheet, so it takes no 'against'")
+        return None
+    if named is None:
+        raise CheckRollError(f"check '{check.key}' can change its opponent's sheet: name them with 'against'")
+    opponent = world.character(str(named))
+    if opponent.name == actor:
+        raise CheckRollError(f"{actor} cannot act against themselves; name another character as 'against'")
+    return opponent.name
 
 
 def edge_asked(check: Check, asked: Any) -> Edge | None:
@@ -66,7 +93,9 @@ def edge_asked(check: Check, asked: Any) -> Edge | None:
     )
 
 
-def opponent_of(world: World, check: Check, actor: str, named: Any) -> tuple[str | None, int]:
+def opponent_of(
+    world: World, check: Check, actor: str, named: Any, sheets: dict[str, Any] | None = None
+) -> tuple[str | None, int]:
     """An opposed check's opponent and their modifier; an opponent is refused for any other check."""
     if not check.opposed:
         if named is not None:
@@ -77,4 +106,4 @@ def opponent_of(world: World, check: Check, actor: str, named: Any) -> tuple[str
     opponent = world.character(str(named))
     if opponent.name == actor:
         raise CheckRollError(f"{actor} cannot oppose themselves; name another character as the opponent")
-    return opponent.name, world.modifier_for(check, opponent)
+    return opponent.name, world.modifier_for(check, opponent, sheets)

@@ -18,6 +18,7 @@ from gm.engine.transcript import player_sealed
 from gm.errors import CompatError, Conflict, GmError, NotFound, StoryBusy
 from gm.store import FORKED_FROM, Story
 from gm.transcript.shapes import RoundPublic, as_utc
+from gm.transcript.sheet_view import NO_SHEET
 from gm.web.compat.messages import (
     EDITED_FIRST,
     EDITS_NOTICE,
@@ -41,6 +42,7 @@ from gm.web.compat.messages import (
     rewrite_fact,
     same_text,
     seal,
+    sheet_card,
     shown_narration,
     task_answer,
     told_as_stored,
@@ -286,7 +288,15 @@ class ChatPlay:
             raise Conflict("this story waits for dice rolled at the table, which a chat front end cannot send")
         dice = (await game.store.off_loop(game.store.story, story.id)).settings.get("dice", "shown")
         marker = marker_text(story.id, target.token_hash, result.number)
-        return answer_text(result.narration, result.rolls, dice, marker, notice=target.notice)
+        return answer_text(
+            result.narration,
+            result.rolls,
+            dice,
+            marker,
+            notice=target.notice,
+            changes=result.changes,
+            sheet=result.sheet,
+        )
 
     def _start(self, opening: str) -> Story:
         """A new story for this chat, with the digest its later requests without a marker find it by."""
@@ -357,6 +367,9 @@ class ChatPlay:
             return CHAT_HELP
         if name == "quit":
             return "There is nothing to leave here: this chat keeps its story; a new chat starts a new one."
+        if name == "sheet":  # the sheets as the database holds them now
+            sheet = self.app.game.store.story(story.id).sheet
+            return sheet_card((), sheet, opened_now=True) if sheet else NO_SHEET
         last = self.app.game.store.round(story.id, story.rounds)  # /open
         if last is None or not last.rolls:
             return "The last round rolled no dice." if last else "No round has been played yet."

@@ -46,6 +46,8 @@ from gm.engine.prompt import notes_fact as notes_fact
 from gm.engine.transcript import card, opened
 from gm.errors import CompatError, GmError, NotFound
 from gm.transcript.shapes import RollPublic
+from gm.transcript.sheet_view import change_text, sheet_lines
+from gm.transcript.sheets import ChangePublic
 
 MODEL_PREFIX = "gm/"
 NOTES_CHARS = 4000  # the front end's system prompt and character card, as the game master sees them
@@ -314,6 +316,15 @@ def dice_card(roll: RollPublic, *, opened_now: bool = False) -> str:
     return f"<details{' open' if opened_now else ''}>\n<summary>{summary}</summary>\n{detail}\n</details>"
 
 
+def sheet_card(changes: Sequence[ChangePublic], sheet: Mapping[str, Any] | None, *, opened_now: bool = False) -> str:
+    """The round's sheet changes as one collapsed card (`/sheet`: the sheets now, opened), from the database:
+    the changes on the summary line, opening to every character's sheet. Escaped like a dice card."""
+    told = "; ".join(change_text(change) for change in changes)
+    summary = html.escape(f"Sheet: {told}" if told else "Sheets now", quote=False)
+    detail = "\n".join(html.escape(line, quote=False) for line in sheet_lines(sheet))
+    return f"<details{' open' if opened_now else ''}>\n<summary>{summary}</summary>\n{detail}\n</details>"
+
+
 def answer_text(
     narration: str,
     rolls: Sequence[RollPublic],
@@ -321,8 +332,11 @@ def answer_text(
     marker: str,
     *,
     notice: str = "",
+    changes: Sequence[ChangePublic] = (),
+    sheet: Mapping[str, Any] | None = None,
 ) -> str:
-    """gm's answer: a notice if any, the narration, the dice cards when shown, and the marker last.
+    """gm's answer: a notice if any, the narration, the dice cards when shown, the sheet card when the round
+    changed a sheet, and the marker last.
 
     The narration's `<`, `>` and `&` are escaped (front ends render them back as text): the model's
     words must not draw a dice card, or anything else, that the dice did not make.
@@ -331,6 +345,8 @@ def answer_text(
     parts.append(shown_narration(narration))
     if dice == "shown" and rolls:
         parts.append("\n\n".join(dice_card(roll) for roll in rolls))
+    if changes:
+        parts.append(sheet_card(changes, sheet))
     return "\n\n".join(parts) + "\n\n" + marker
 
 

@@ -21,6 +21,8 @@ const facesForm = document.getElementById("faces-form");
 const facesInput = document.getElementById("faces");
 const questionLine = document.getElementById("question");
 const abandonButton = document.getElementById("abandon");
+const sheetPanel = document.getElementById("sheets");
+const sheetList = document.getElementById("sheet-list");
 
 const THINKING = "The game master is thinking…";
 const RESULT_WORDS = { succeeded: "success", partial: "partial success", failed: "failure" };
@@ -131,6 +133,44 @@ function roundElement(round, pending = false) {
   if (round.time) item.append(element("p", "round-time", round.time));
   if (dice === "shown" && round.rolls.length) item.append(diceCards(round.rolls));
   return item;
+}
+
+// ---- the sheet panel: the characters' sheets from GET /sheet, what the last round changed marked ----
+
+function sheetCards(shown, changes) {
+  const changed = new Map();
+  for (const change of changes) changed.set(`${change.character}\u0000${change.variable}`, String(change.reason || ""));
+  const cards = [];
+  for (const [character, entries] of Object.entries(shown)) {
+    const card = element("section", "sheet");
+    card.dataset.character = character;
+    card.append(element("h3", null, character));
+    const list = element("dl");
+    for (const [variable, text] of Object.entries(entries)) {
+      const row = element("div", "sheet-entry");
+      row.dataset.variable = variable;
+      row.append(element("dt", null, variable), element("dd", null, String(text)));
+      const key = `${character}\u0000${variable}`;
+      if (changed.has(key)) {
+        row.classList.add("changed");
+        row.title = `changed in the last round${changed.get(key) ? `: ${changed.get(key)}` : ""}`;
+      }
+      list.append(row);
+    }
+    card.append(list);
+    cards.push(card);
+  }
+  return cards;
+}
+
+/** Fetch the sheets as the database holds them and draw them; `changes`: the last round's, to mark. */
+async function showSheets(changes = []) {
+  const answer = await api(`${base}/sheet`);
+  if (!answer.ok) return;
+  const data = await answer.json();
+  sheetPanel.hidden = !data.sheet;
+  if (data.sheet) sheetList.replaceChildren(...sheetCards(data.shown || {}, changes));
+  sheetPanel.dataset.round = String(rounds.length);
 }
 
 function shownRounds() {
@@ -294,6 +334,7 @@ async function playAnswered(response, round, replaces = false) {
           if (accepted.time) showTime(accepted.time); // the newest round ended when the story now stands
           live = null;
           drawLast(false);
+          await showSheets(accepted.changes || []);
         } else if (kind === "failed") {
           failure = `${failedBefore}: ${typeof data.error === "string" ? data.error : "the round failed"}`;
         }
@@ -423,6 +464,7 @@ async function load() {
   input.disabled = false;
   setBusy(false);
   draw();
+  await showSheets(rounds.length ? rounds[rounds.length - 1].changes || [] : []);
   page.dataset.ready = "true";
   if (rounds.length) form.scrollIntoView({ block: "end" });
   input.focus();
