@@ -29,7 +29,6 @@ runs, and let go by the transaction that accepts or pauses it, or after a failur
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -47,6 +46,7 @@ from gm.engine._attempt import (
     pending_calls,
     taken_up_state,
 )
+from gm.engine._failing import failed_attempt
 from gm.engine._in_flight import ROUND
 from gm.engine._model_calls import judge_call, model_call_from
 from gm.engine.judge import Judge as NarrationJudge
@@ -61,7 +61,7 @@ from gm.engine.sheet_judge import judge_sheet, needs_judging
 from gm.engine.tools.offered import tool_schemas
 from gm.engine.tools.running import MAX_TOOL_CALLS, Narration, needs_database
 from gm.engine.typed_dice import FacesNeeded
-from gm.errors import GmError, ModelRetry, RoundFailed
+from gm.errors import ModelRetry, RoundFailed
 from gm.models.client import ChatModel
 from gm.models.completion import ToolCall
 from gm.store import RollRecord, Store
@@ -73,9 +73,6 @@ log = logging.getLogger(__name__)
 PLAIN_TEXT_REFUSAL = "You rolled a check this round, so end it by calling narrate with the narration and an outcome "
 PLAIN_TEXT_REFUSAL += "naming each roll; plain text cannot end this round."
 NOT_RUN = "the round already ended with narrate; this call was not run"
-UNFORESEEN = "the round could not be finished because of an internal error (it has been logged); "
-UNFORESEEN += "nothing was changed, try again"
-STOPPED = "the round was stopped before it ended"
 
 
 @dataclass
@@ -115,7 +112,7 @@ async def run(start: Node, round: Round) -> RoundResult | RoundPaused:
     except BaseException as error:
         if round.state is None:  # nothing opened: the lease, if taken, was let go as the opening failed
             raise
-        failed = await _failed(round, error)
+        failed = await failed_attempt(round.store, round.story_id, round.attempt, error)
         await round.lease.release()
         observer().round_ended("failed", failed)
         raise failed from None
@@ -420,30 +417,3 @@ def _check_name(world: World, roll: RollRecord) -> str:
     if world.rules is not None and roll.check_key in world.rules:
         return world.rules[str(roll.check_key)].name
     return str(roll.check_key)
-
-
-async def _failed(round: Round, error: BaseException) -> BaseException:
-    """Mark the attempt failed with its model calls, and return the error to raise in place of `error`.
-
-    A `GmError` is raised as it is; any other error is logged and becomes a `RoundFailed`, so no traceback
-    reaches a player and no web request answers 500; a round cancelled or interrupted is marked and stopped
-    all the same. A database that cannot even mark the attempt is logged too: the story's next round marks
-    it abandoned (`Store.open_attempt`).
-    """
-    state = round.attempt
-    raised: BaseException
-    if isinstance(error, GmError):
-        sentence, raised = str(error), error
-    elif isinstance(error, Exception):
-        log.error("round attempt %s failed unforeseen", state.attempt_id, exc_info=error)
-        sentence, raised = UNFORESEEN, RoundFailed(UNFORESEEN)
-    else:  # cancelled, interrupted, exiting: marked, and stopped all the same
-        sentence, raised = STOPPED, error
-    calls = bind(state.calls, round.story_id, state.attempt_id)
-    try:
-        await asyncio.shield(round.store.off_loop(round.store.fail_attempt, state.attempt_id, sentence, list(calls)))
-    except Exception:
-        log.exception(
-            "attempt %s could not be marked failed; the story's next round marks it abandoned", state.attempt_id
-        )
-    return raised
