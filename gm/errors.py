@@ -11,6 +11,7 @@
     │   │   ├── NotFair         a seed asked of a story that does not use fair dice
     │   │   ├── StoryEnded      the story has ended and plays no more rounds
     │   │   ├── RoundWaiting    a round waits for the player's dice; no other starts until it ends
+    │   │   ├── TooManyViewers  the story has as many live streams on this server as it keeps open
     │   │   └── StaleFile       the editor's file changed on disk after its form was opened
     │   ├── AmbiguousStory      a shortened story id that starts more than one story's id
     │   ├── UnstorableText      text no story can store (a NUL, half a surrogate pair)
@@ -125,6 +126,7 @@ __all__ = [
     "StoryBusy",
     "StoryEnded",
     "StoryNotFound",
+    "TooManyViewers",
     "Unauthorized",
     "UnknownCharacter",
     "UnknownCheck",
@@ -194,6 +196,10 @@ class StoryEnded(Conflict):
 
 class RoundWaiting(Conflict):
     """A round of the story waits for the player's dice: no other round starts until it is answered or abandoned."""
+
+
+class TooManyViewers(Conflict):
+    """The story already has as many live streams on this server as one server keeps open (gm.web._live)."""
 
 
 class StaleFile(Conflict):

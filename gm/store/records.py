@@ -297,3 +297,21 @@ class ModelCall(Built, SQLModel, table=True):
     finish_reason: str | None = None
     structured: str | None = None  # a judge call: how its answer was asked for (json_schema, tool or text)
     created_at: datetime = _moment()
+
+
+class StoryEvent(Built, SQLModel, table=True):
+    """One thing that happened in a story, for the pages watching it live (gm.store._events, gm.web._live).
+
+    `seq` counts the story's events (1, 2, ...), in the order their transactions committed; `audience` is
+    None for everyone who may read the story, else the seats that may see it (a whisper). `data` is what a
+    viewer may see: the player's view of a roll or a round, never a sealed secret roll."""
+
+    __tablename__ = "story_events"
+    __table_args__ = (UniqueConstraint("story_id", "seq"),)
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id")
+    seq: int
+    kind: str
+    audience: list[str] | None = _json(nullable=True)
+    data: dict[str, Any] = _json()
+    created_at: datetime = _moment()

@@ -27,6 +27,7 @@ from gm.errors import BrokenWorld, Conflict, GmError, RoundWaiting, UsageError
 from gm.integrity.secret import refuse_if_ended
 from gm.store import NOTHING_TO_REGENERATE, NOTHING_WAITING, Story, waiting_sentence
 from gm.transcript.shapes import StoryPublic, TranscriptPublic
+from gm.web._live import Relay
 from gm.web.schemas import (
     EVENT_STREAM,
     AbandonedOut,
@@ -115,6 +116,7 @@ async def end_story(story_id: str, app: ServiceDep, token: TokenDep) -> StoryPub
     """End the story: its secret rolls are shown, and it plays no more rounds (409 while a round waits for dice)."""
     await app.check_token(story_id, token)
     await app.game.end(story_id)
+    await app.hub.publish(story_id, "ended", {})
     return await app.game.store.off_loop(_story, app, story_id)
 
 
@@ -125,6 +127,7 @@ async def delete_story(story_id: str, app: ServiceDep, token: TokenDep) -> None:
     `gm show STORY --json`) still can be, with `gm audit --file`. 409 while a round is being played."""
     await app.check_token(story_id, token)
     await app.forget(story_id)
+    app.hub.wake(story_id)  # its streams here end (on PostgreSQL, every process's: gm.store._events)
 
 
 @router.put("/stories/{story_id}/settings", responses=errors(401, 404, 422))
@@ -154,7 +157,7 @@ async def send_faces(story_id: str, body: FacesIn, app: ServiceDep, token: Token
     """The faces the player rolled at the table for the check its round waits on; the round then goes on
     (400 with one sentence for faces that do not answer the question, which stands; 409 if none waits)."""
     await app.check_token(story_id, token)
-    return played(await app.game.answer(story_id, body.faces), None)
+    return await _answer(app, story_id, body.faces, None)
 
 
 @router.post(
@@ -176,7 +179,9 @@ async def stream_faces(story_id: str, body: FacesIn, app: ServiceDep, token: Tok
 async def abandon(story_id: str, app: ServiceDep, token: TokenDep) -> AbandonedOut:
     """Drop the round waiting for the player's dice (409 if none waits); its rolls stay in the story."""
     await app.check_token(story_id, token)
-    return AbandonedOut(round=await app.game.abandon(story_id))
+    abandoned = await app.game.abandon(story_id)
+    await app.hub.publish(story_id, "abandoned", {"round": abandoned})
+    return AbandonedOut(round=abandoned)
 
 
 @router.post(
@@ -228,18 +233,60 @@ def parse_or_refuse(text: str) -> Any:
 
 async def _play(app: Service, story_id: str, text: str, events: RoundEvents | None) -> PlayedOut:
     command = parse_or_refuse(text)
-    if isinstance(command, Simple):  # /regenerate
-        result = await app.game.regenerate(story_id, events=events)
-    elif isinstance(command, RollDice):
-        result = await app.game.play(story_id, command.text, player_roll=command.roll, events=events)
-    else:
-        assert isinstance(command, Say)
-        result = await app.game.play(story_id, command.text, events=events)
-    return played(result, events)
+    said = command.text if isinstance(command, Say | RollDice) else ""
+    relay = Relay(app.hub, story_id, said, regenerating=isinstance(command, Simple))
+    told = both(events, relay)
+    try:
+        if isinstance(command, Simple):  # /regenerate
+            result = await app.game.regenerate(story_id, events=told)
+        elif isinstance(command, RollDice):
+            result = await app.game.play(story_id, command.text, player_roll=command.roll, events=told)
+        else:
+            assert isinstance(command, Say)
+            result = await app.game.play(story_id, command.text, events=told)
+    except Exception as error:
+        await _failed(relay, error)
+        raise
+    return await _relayed(relay, played(result, told))
 
 
 async def _answer(app: Service, story_id: str, faces: str, events: RoundEvents | None) -> PlayedOut:
-    return played(await app.game.answer(story_id, faces, events=events), events)
+    relay = Relay(app.hub, story_id, None)
+    told = both(events, relay)
+    try:
+        result = await app.game.answer(story_id, faces, events=told)
+    except Exception as error:
+        await _failed(relay, error)
+        raise
+    return await _relayed(relay, played(result, told))
+
+
+def both(events: RoundEvents | None, relay: Relay) -> RoundEvents:
+    """The round's events told to the player's own stream (if any) and to the other viewers (gm.web._live)."""
+    if events is None:
+        return relay
+
+    def tell(kind: str, data: dict[str, Any]) -> None:
+        events(kind, data)
+        relay(kind, data)
+
+    return tell
+
+
+async def _relayed(relay: Relay, answer: PlayedOut) -> PlayedOut:
+    """The round, told to the other viewers once its events before are written; then answered."""
+    if answer.round is not None:
+        relay.tell("round", answer.round.model_dump(mode="json"))
+    await relay.settled()
+    return answer
+
+
+async def _failed(relay: Relay, error: BaseException) -> None:
+    """A round that started (its action was told) and failed: the other viewers drop it."""
+    if relay.started:
+        message = str(error) if isinstance(error, GmError) else "internal error; it has been logged"
+        relay.tell("failed", {"error": message})
+    await relay.settled()
 
 
 def played(result: RoundResult | RoundPaused, events: RoundEvents | None) -> PlayedOut:

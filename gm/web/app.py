@@ -19,6 +19,7 @@ from gm.engine.game import Game
 from gm.errors import GmError
 from gm.web import _pages as pages
 from gm.web._api_integrity import router as integrity_router
+from gm.web._api_live import router as live_router
 from gm.web._errors import answer_error, error_body
 from gm.web._fast_messages import FastMessages
 from gm.web._limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
@@ -56,7 +57,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.service.hub.end_streams_on_exit()  # a stopping server ends its live streams (gm.web._live)
         yield
+        await app.state.service.hub.aclose()  # the live streams' listening connection (gm.web._live)
         await game.aclose()  # the models' connections, before the server's event loop ends
 
     # The API's description at /docs (Swagger UI), its script and styles served from this app (fastapi-offline
@@ -72,6 +75,7 @@ def create_app(
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
     app.include_router(integrity_router)
+    app.include_router(live_router)
     app.include_router(pages.router)
     app.include_router(compat_router)
     app.add_exception_handler(GmError, answer_error)

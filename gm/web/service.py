@@ -14,6 +14,7 @@ from gm._lru import LRU
 from gm.engine.game import Game
 from gm.errors import BrokenWorld, NotFound, ProblemsError, StoryNotFound, Unauthorized
 from gm.store import Story
+from gm.web._live import Hub
 from gm.world.definition import WORLD_FILE, World
 from gm.world.loading import LoadedWorlds
 
@@ -44,6 +45,10 @@ class Service:
     # A story's token hash never changes, so a hash once read stays true until the story is deleted (`forget`).
     _tokens: LRU[str, str] = field(default_factory=lambda: LRU(CACHED_TOKENS), repr=False)
     _worlds: LoadedWorlds = field(default_factory=LoadedWorlds, repr=False)  # checked once per content, not per story
+    hub: Hub = field(init=False, repr=False)  # the live streams of this process's stories (gm.web._live)
+
+    def __post_init__(self) -> None:
+        self.hub = Hub(self.game.store)
 
     def world_names(self) -> list[str]:
         if not self.worlds_dir.is_dir():

@@ -23,7 +23,7 @@ from sqlmodel import SQLModel
 from gm.store import Store, Story, make_engine
 from gm.store.migrations import FOLDER, INITIAL, config, upgrade
 
-HEAD = "growth_indexes"
+HEAD = "live"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 COLUMNS_OF_TABLE_DICE = [
@@ -84,6 +84,7 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "growth_indexes",
         "round_indexes",
         "table_dice",
         "table_rules",
@@ -152,6 +153,7 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE paused_rounds"))
         connection.execute(text("DROP TABLE reveals"))
+        connection.execute(text("DROP TABLE story_events"))  # added by the live revision
         for index in INDEXES_OF_ROUND_INDEXES + INDEXES_OF_GROWTH_INDEXES:  # create_all makes today's indexes too
             connection.execute(text(f"DROP INDEX {index}"))
         for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE:  # create_all makes today's
@@ -308,4 +310,14 @@ def test_the_growth_indexes_revision_goes_down_and_up_again(database_url: str, e
     assert index_columns(store.engine, "rolls")["ix_rolls_story_round"] == ["story_id", "round_number", "seq"]
     assert index_columns(store.engine, "rounds")["ix_rounds_unremembered"] == ["story_id", "memory_written", "number"]
     assert index_columns(store.engine, "attempts")["ix_attempts_story_round"] == ["story_id", "round_number"]
+    store.engine.dispose()
+
+
+def test_the_live_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to growth_indexes there is no story_events table; up again it is there, and empty."""
+    down_to(engine, "growth_indexes")
+    assert "story_events" not in inspect(engine).get_table_names()
+    store = up_again(database_url)
+    assert "story_events" in inspect(store.engine).get_table_names()
+    assert store.newest_event("no-such-story") == 0
     store.engine.dispose()
