@@ -29,8 +29,10 @@ from gm.store.records import (
     RevealRecord,
     RollRecord,
     RoundRecord,
+    SeatRecord,
     SeedRecord,
     Story,
+    TableMessage,
 )
 from gm.transcript.shapes import as_utc
 
@@ -126,6 +128,8 @@ class StoryTables(Tables):
             if forks and (kept := connection.execute(sql_select(STORIES.c.id).where(STORIES.c.id.in_(forks))).first()):
                 raise Conflict(f"story {kept[0]} was forked from this one and goes on from its rolls; delete it first")
             for record in (
+                TableMessage,
+                SeatRecord,
                 RevealRecord,
                 PausedRound,
                 MemoryEntry,

@@ -23,7 +23,7 @@ from sqlmodel import SQLModel
 from gm.store import Store, Story, make_engine
 from gm.store.migrations import FOLDER, INITIAL, config, upgrade
 
-HEAD = "growth_indexes"
+HEAD = "seats"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 COLUMNS_OF_TABLE_DICE = [
@@ -31,6 +31,12 @@ COLUMNS_OF_TABLE_DICE = [
     ("rolls", "salt"),
     ("stories", "ended_at"),
 ]  # added by the table_dice revision, with the paused_rounds table
+COLUMNS_OF_SEATS = [
+    ("stories", "messages"),
+    ("stories", "messages_head"),
+    ("rounds", "actions"),
+    ("rounds", "whispers"),
+]  # added by the seats revision, with the seats and table_messages tables
 
 INDEXES_OF_ROUND_INDEXES = ["ix_attempts_story_status", "ix_rolls_story_round"]  # added by the round_indexes revision
 INDEXES_OF_GROWTH_INDEXES = ["ix_attempts_story_round"]  # added by the growth_indexes revision (which remakes two more)
@@ -84,6 +90,7 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "growth_indexes",
         "round_indexes",
         "table_dice",
         "table_rules",
@@ -150,11 +157,13 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     plus stories.token_hash once the story API came (one commit made that column with create_all)."""
     SQLModel.metadata.create_all(engine)
     with engine.begin() as connection:
+        connection.execute(text("DROP TABLE table_messages"))
+        connection.execute(text("DROP TABLE seats"))
         connection.execute(text("DROP TABLE paused_rounds"))
         connection.execute(text("DROP TABLE reveals"))
         for index in INDEXES_OF_ROUND_INDEXES + INDEXES_OF_GROWTH_INDEXES:  # create_all makes today's indexes too
             connection.execute(text(f"DROP INDEX {index}"))
-        for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE:  # create_all makes today's
+        for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE + COLUMNS_OF_SEATS:  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
         if made_by == "before the story API":
@@ -308,4 +317,18 @@ def test_the_growth_indexes_revision_goes_down_and_up_again(database_url: str, e
     assert index_columns(store.engine, "rolls")["ix_rolls_story_round"] == ["story_id", "round_number", "seq"]
     assert index_columns(store.engine, "rounds")["ix_rounds_unremembered"] == ["story_id", "memory_written", "number"]
     assert index_columns(store.engine, "attempts")["ix_attempts_story_round"] == ["story_id", "round_number"]
+    store.engine.dispose()
+
+
+def test_the_seats_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to growth_indexes the seats, the table's messages and the new columns are gone; up again they are back."""
+    down_to(engine, "growth_indexes")
+    tables = inspect(engine).get_table_names()
+    assert "seats" not in tables and "table_messages" not in tables
+    assert "actions" not in [column["name"] for column in inspect(engine).get_columns("rounds")]
+    store = up_again(database_url)
+    tables = inspect(store.engine).get_table_names()
+    assert "seats" in tables and "table_messages" in tables
+    assert {"messages", "messages_head"} <= {column["name"] for column in inspect(store.engine).get_columns("stories")}
+    assert index_columns(store.engine, "seats")["ix_seats_token_hash"] == ["token_hash"]
     store.engine.dispose()
