@@ -18,8 +18,8 @@ from typing import Any
 from gm import dice
 from gm.engine._earlier_rolls import EarlierRolls
 from gm.engine.prompt import PlayerTurn, game_master_messages
-from gm.engine.table import TableTurn, seated_turn
 from gm.engine.results import PlayerRoll, RoundEvents, RoundResult, ignore
+from gm.engine.table import TableTurn, seated_turn
 from gm.engine.tools.running import Narration, RoundTools
 from gm.integrity.secret import is_secret, reveal, sealed_ids
 from gm.integrity.seeds import fair_dice, stamped

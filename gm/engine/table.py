@@ -155,9 +155,7 @@ def seated_turn(tools: RoundTools, world: World, turn: TableTurn) -> tuple[str, 
     them, and the facts for the game master."""
     tools.seated = turn.seated
     tools.acting = turn.acting if turn.together else ()
-    actions = [
-        {"message": a.message, "seat": a.seat, "character": a.character, "text": a.text} for a in turn.actions
-    ]
+    actions = [{"message": a.message, "seat": a.seat, "character": a.character, "text": a.text} for a in turn.actions]
     facts: list[str] = []
     check = initiative_check(world) if turn.together and turn.combat else None
     if check is not None:

@@ -4,7 +4,8 @@
 gm/store/_rolls.py (attempts, rolls and their hash chain, seeds), gm/store/_rounds.py (an attempt
 opened or taken up again, and a round accepted, in one transaction each), gm/store/_memory.py (the
 memory keeper's notes, the running summary, the past a round is shown, model calls) and
-gm/store/_paused.py (rounds waiting for the player's dice), gm/store/_seats.py (seats and their messages); gm/store/_base.py holds what they share.
+gm/store/_paused.py (rounds waiting for the player's dice), gm/store/_seats.py (seats and their
+messages); gm/store/_base.py holds what they share.
 The store returns data; what a round does with it is the engine's. Rolls are append-only, each written in its own
 transaction the moment it is rolled; an accepted round is written in one transaction fenced on the
 story's lease. Two rounds of one story never run at once: the lease holds across processes.
@@ -34,8 +35,8 @@ from gm.store._memory import MemoryTables, Past, PastWindow
 from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
-from gm.store._seats import ALREADY_ACTED, SeatTables
 from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
+from gm.store._seats import ALREADY_ACTED, SeatTables
 from gm.store._stories import StoryTables
 from gm.store._workers import SERVER_THREADS, workers_for
 from gm.store.migrations import upgrade

@@ -261,7 +261,9 @@ class RoundPublic(BaseModel):
             judge=JudgementPublic.model_validate(record.judgement) if record.judgement else None,
             clock=record.clock,
             time=world.calendar.text(record.clock) if world and world.calendar and record.clock is not None else None,
-            actions=[ActionPublic.model_validate(a) for a in actions] if (actions := _stored(record, "actions")) else None,
+            actions=[ActionPublic.model_validate(a) for a in actions]
+            if (actions := _stored(record, "actions"))
+            else None,
             whispers=[WhisperPublic.model_validate(w) for w in whispers]
             if (whispers := _stored(record, "whispers"))
             else None,

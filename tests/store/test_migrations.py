@@ -163,7 +163,9 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
         connection.execute(text("DROP TABLE reveals"))
         for index in INDEXES_OF_ROUND_INDEXES + INDEXES_OF_GROWTH_INDEXES:  # create_all makes today's indexes too
             connection.execute(text(f"DROP INDEX {index}"))
-        for table, column in COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE + COLUMNS_OF_SEATS:  # create_all makes today's
+        for table, column in (
+            COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE + COLUMNS_OF_SEATS
+        ):  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
         if made_by == "before the story API":

@@ -47,7 +47,9 @@ def whisper(tools: RoundTools, raw: Any) -> ToolReply:
         raise ModelRetry("whisper: text: say something; the whisper is empty")
     seated = {name.casefold(): name for name in tools.seated}
     if character.casefold() not in seated:
-        raise ModelRetry(f"'{character}' has no seat at this table; whisper to one of {', '.join(sorted(tools.seated))}")
+        raise ModelRetry(
+            f"'{character}' has no seat at this table; whisper to one of {', '.join(sorted(tools.seated))}"
+        )
     if len(text) > MAX_NARRATION_TEXT:
         raise ModelRetry(f"a whisper is at most {MAX_NARRATION_TEXT} characters")
     if len(tools.whispers) >= MAX_WHISPERS:
