@@ -99,8 +99,8 @@ def initiative_check(world: World) -> Check | None:
 def initiative_notation(world: World, check: Check, character: str) -> dice.Expression:
     """The initiative dice of one character: the check's dice with the character's modifier added."""
     modifier = world.modifier_for(check, world.character(character))
-    text = check.dice if not modifier else f"{check.dice}{modifier:+d}"
-    return dice.parse(text)
+    notation = check.dice if isinstance(check.dice, str) else check.dice.text
+    return dice.parse(notation if not modifier else f"{notation}{modifier:+d}")
 
 
 def ordered(actions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,16 +161,16 @@ def seated_turn(tools: RoundTools, world: World, turn: TableTurn) -> tuple[str, 
     if check is not None:
         rolled: dict[str, int] = {}
         for action in actions:
-            who = action["character"]
+            who = str(action["character"])
             if who not in rolled:
                 rolled[who] = tools.roll_initiative(initiative_notation(world, check, who), who).total
             action["initiative"] = rolled[who]
         actions = ordered(actions)
         order = ", ".join(f"{who} {value}" for who, value in sorted(rolled.items(), key=lambda item: -item[1]))
         facts.append(f"Combat: initiative was rolled ({check.name}); the actions act in this order: {order}.")
-    for action in turn.actions:
-        if action.roll is not None:
-            facts.append(tools.roll_for_player(action.roll.expression, action.roll.purpose, action.character))
+    for taken in turn.actions:
+        if taken.roll is not None:
+            facts.append(tools.roll_for_player(taken.roll.expression, taken.roll.purpose, taken.character))
     if turn.together and len(turn.acting) > 1:
         facts.append(TOGETHER_FACT.format(names=", ".join(turn.acting)))
     return compose(actions, turn.together), actions, facts

@@ -169,8 +169,8 @@ def test_a_secret_roll_is_shown_to_its_own_seat_only(store: Store, table_world: 
                 "outcomes": [
                     {
                         "character": "Mara",
-                        "result": [r for r in tool_results(request) if "band" in r][0]["result"],
-                        "roll": [r for r in tool_results(request) if "band" in r][0]["roll"],
+                        "result": next(r for r in tool_results(request) if "band" in r)["result"],
+                        "roll": next(r for r in tool_results(request) if "band" in r)["roll"],
                     }
                 ],
             },

@@ -114,7 +114,7 @@ class RoundTools:
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
         if name == WHISPER and self.seated:
-            return whisper(self, raw_arguments)
+            return ToolReply(whisper(self.seated, self.whispers, raw_arguments))
         checks = argument_checks(self.world)
         if name not in checks:
             raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(checks)}")

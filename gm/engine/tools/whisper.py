@@ -4,16 +4,13 @@ whispered, and to whom, but not what."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from gm.engine.referee import MAX_NARRATION as MAX_NARRATION_TEXT
 from gm.engine.tools.offered import ArgumentCheck, read_arguments
 from gm.errors import ModelRetry
-
-if TYPE_CHECKING:
-    from gm.engine.tools.running import RoundTools, ToolReply
 
 WHISPER = "whisper"
 MAX_WHISPERS = 8  # whispers in one round
@@ -37,10 +34,9 @@ def whisper_schema(characters: list[str]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": WHISPER, "description": description, "parameters": parameters}}
 
 
-def whisper(tools: RoundTools, raw: Any) -> ToolReply:
-    from gm.engine.tools.running import ToolReply
-
-    schema = whisper_schema(sorted(tools.seated))["function"]["parameters"]
+def whisper(seated_characters: frozenset[str], whispers: list[dict[str, Any]], raw: Any) -> dict[str, Any]:
+    """Check a whisper call, keep the whisper in `whispers`, and return the tool's answer."""
+    schema = whisper_schema(sorted(seated_characters))["function"]["parameters"]
     arguments = read_arguments(WHISPER, raw, ArgumentCheck(Draft202012Validator(schema), None))
     character, text = str(arguments["character"]), str(arguments["text"])
     if not text.strip():
@@ -52,7 +48,7 @@ def whisper(tools: RoundTools, raw: Any) -> ToolReply:
         )
     if len(text) > MAX_NARRATION_TEXT:
         raise ModelRetry(f"a whisper is at most {MAX_NARRATION_TEXT} characters")
-    if len(tools.whispers) >= MAX_WHISPERS:
+    if len(whispers) >= MAX_WHISPERS:
         raise ModelRetry(f"a round holds at most {MAX_WHISPERS} whispers")
-    tools.whispers.append({"character": seated[character.casefold()], "text": text.strip()})
-    return ToolReply({"whispered": True, "character": seated[character.casefold()]})
+    whispers.append({"character": seated[character.casefold()], "text": text.strip()})
+    return {"whispered": True, "character": seated[character.casefold()]}
