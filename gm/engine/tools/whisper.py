@@ -41,10 +41,10 @@ def whisper(seated_characters: frozenset[str], whispers: list[dict[str, Any]], r
     character, text = str(arguments["character"]), str(arguments["text"])
     if not text.strip():
         raise ModelRetry("whisper: text: say something; the whisper is empty")
-    seated = {name.casefold(): name for name in tools.seated}
+    seated = {name.casefold(): name for name in seated_characters}
     if character.casefold() not in seated:
         raise ModelRetry(
-            f"'{character}' has no seat at this table; whisper to one of {', '.join(sorted(tools.seated))}"
+            f"'{character}' has no seat at this table; whisper to one of {', '.join(sorted(seated_characters))}"
         )
     if len(text) > MAX_NARRATION_TEXT:
         raise ModelRetry(f"a whisper is at most {MAX_NARRATION_TEXT} characters")
