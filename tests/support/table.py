@@ -26,7 +26,7 @@ def table_worlds(tmp_path: Path, harbor: Path) -> Path:
 
 def table_master(request: dict[str, Any]) -> Any:
     """The judge judges honestly, the keeper summarises, and the game master: rolls the secret check for a
-    character the message asks to `sense for X`, whispers where it says `whisper to X: WORD`, then narrates an
+    character the message asks to `sense for X`, whispers WORD backwards where it says `whisper to X: WORD`, then narrates an
     outcome for every character who acted ("Name: ..." at a line's start), naming the secret roll for its own."""
     if is_judge_request(request):
         return honest_judge(request)
@@ -34,9 +34,11 @@ def table_master(request: dict[str, Any]) -> Any:
         return reply("Something memorable happened.")
     last_user = next(m for m in reversed(request["messages"]) if m["role"] == "user")["content"]
     tool_results = [m for m in request["messages"] if m["role"] == "tool"]
-    sensed = SECRET_ASK.search(last_user)
+    sensed = SECRET_ASK.findall(last_user)
     if sensed and not tool_results:
-        return calls([tool_call("roll_check", {"check": "sense", "character": sensed[1], "reason": "a lie"})])
+        return calls(
+            [tool_call("roll_check", {"check": "sense", "character": who, "reason": "a lie"}) for who in sensed]
+        )
     import json
 
     rolled = [json.loads(m["content"]) for m in tool_results]
@@ -48,7 +50,8 @@ def table_master(request: dict[str, Any]) -> Any:
         if who in rolls:
             outcome = {"character": who, "result": rolls[who]["result"], "roll": rolls[who]["roll"]}
         outcomes.append(outcome)
-    steps = [tool_call("whisper", {"character": w[0], "text": w[1]}) for w in WHISPER_ASK.findall(last_user)]
+    # The whisper is the asked word backwards: the word itself is in the players' public text.
+    steps = [tool_call("whisper", {"character": w[0], "text": w[1][::-1]}) for w in WHISPER_ASK.findall(last_user)]
     tools = {tool["function"]["name"] for tool in request["tools"]}
     steps = steps if "whisper" in tools else []
     steps.append(tool_call("narrate", {"narration": "The harbour answers them.", "outcomes": outcomes}))

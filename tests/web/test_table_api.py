@@ -101,10 +101,10 @@ def test_a_together_round_gathers_one_action_a_seat_and_whispers_to_one(store: S
         text = {"text": "I keep watch; whisper to Odile: WATCHWORD"}
         last = client.post(f"/api/stories/{story}/messages", json=text, headers=odile).json()
         assert last["round"]["player_text"].splitlines() == ["Mara: I pick the lock.", f"Odile: {text['text']}"]
-        assert last["round"]["whispers"] == [{"character": "Odile", "text": "WATCHWORD"}]
+        assert last["round"]["whispers"] == [{"character": "Odile", "text": "DROWHCTAW"}]
         for_mara = client.get(f"/api/stories/{story}", headers=mara).json()["rounds"][0]
         assert for_mara["whispers"] == [{"character": "Odile", "text": None}]
-        assert "WATCHWORD" not in str(for_mara["narration"])
+        assert "DROWHCTAW" not in str(for_mara)
         # The owner closes a round at any time.
         client.post(f"/api/stories/{story}/messages", json={"text": "I run."}, headers=mara)
         closed = client.post(f"/api/stories/{story}/round/close", headers=owner).json()
@@ -135,7 +135,7 @@ def test_a_chat_front_end_joins_a_seat_with_its_token_as_the_api_key(store: Stor
         answer = client.post("/v1/chat/completions", json=body, headers=odile)
         assert answer.status_code == 200, answer.text
         text = answer.json()["choices"][0]["message"]["content"]
-        assert text.startswith("The harbour answers them.") and "(Whispered to Odile: GULLS)" in text
+        assert text.startswith("The harbour answers them.") and "(Whispered to Odile: SLLUG)" in text
         streamed = client.post("/v1/chat/completions", json={**body, "stream": True}, headers=odile)
         assert "The harbour answers them." in streamed.text and streamed.text.endswith("data: [DONE]\n\n")
         rounds = client.get(f"/api/stories/{story}", headers=owner).json()["rounds"]
