@@ -3,6 +3,7 @@ whose game master settles each acting character (and whispers where the last mes
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -26,8 +27,9 @@ def table_worlds(tmp_path: Path, harbor: Path) -> Path:
 
 def table_master(request: dict[str, Any]) -> Any:
     """The judge judges honestly, the keeper summarises, and the game master: rolls the secret check for a
-    character the message asks to `sense for X`, whispers WORD backwards where it says `whisper to X: WORD`, then narrates an
-    outcome for every character who acted ("Name: ..." at a line's start), naming the secret roll for its own."""
+    character the message asks to `sense for X`, whispers WORD backwards where it says `whisper to X: WORD`,
+    then narrates an outcome for every character who acted ("Name: ..." at a line's start), naming the secret
+    roll for its own."""
     if is_judge_request(request):
         return honest_judge(request)
     if "tools" not in request:
@@ -39,8 +41,6 @@ def table_master(request: dict[str, Any]) -> Any:
         return calls(
             [tool_call("roll_check", {"check": "sense", "character": who, "reason": "a lie"}) for who in sensed]
         )
-    import json
-
     rolled = [json.loads(m["content"]) for m in tool_results]
     rolls = {r["character"]: r for r in rolled if "band" in r}
     acting = re.findall(r"^(\w+)(?: \(initiative -?\d+\))?: ", last_user, flags=re.M) or ["Mara"]
