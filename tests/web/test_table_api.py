@@ -140,3 +140,23 @@ def test_a_chat_front_end_joins_a_seat_with_its_token_as_the_api_key(store: Stor
         assert "The harbour answers them." in streamed.text and streamed.text.endswith("data: [DONE]\n\n")
         rounds = client.get(f"/api/stories/{story}", headers=owner).json()["rounds"]
         assert [r["actions"][0]["character"] for r in rounds] == ["Odile", "Odile"]
+
+
+def test_the_audit_sees_a_message_given_to_another_seat(store: Store, tables: Path) -> None:
+    """Who sent each message is chained: a message moved to another seat's name breaks the audit."""
+    from sqlalchemy import text as sql
+
+    from gm.engine.transcript import transcript
+    from gm.integrity.audit import audit
+
+    with served_app(store, tables, table_master) as (client, _):
+        story, owner = start_story(client, "table")
+        _, mara = seat(client, story, owner, "Mara")
+        seat(client, story, owner, "Odile")
+        client.post(f"/api/stories/{story}/messages", json={"text": "I climb."}, headers=mara)
+    assert audit(transcript(store, story)).ok
+    with store.engine.begin() as connection:
+        connection.execute(sql("UPDATE table_messages SET character = 'Odile' WHERE story_id = :s"), {"s": story})
+    report = audit(transcript(store, story))
+    assert not report.ok
+    assert [m.where for m in report.mismatches] == ["message 1", "round 1"]
