@@ -7,6 +7,7 @@
     │   │   └── StoryNotFound   no story has that id
     │   ├── BrokenWorld         a world that exists but fails its check (the API answers 422)
     │   ├── Unauthorized        a token is missing or wrong
+    │   ├── Forbidden           a seat's token asking for what only the story's owner may do
     │   ├── Conflict            the request does not fit the state it meets
     │   │   ├── NotFair         a seed asked of a story that does not use fair dice
     │   │   ├── StoryEnded      the story has ended and plays no more rounds
@@ -100,6 +101,7 @@ __all__ = [
     "DiceLimitError",
     "DiceSyntaxError",
     "EmptyMemory",
+    "Forbidden",
     "GmError",
     "JudgeFailed",
     "LeaseBusy",
@@ -175,6 +177,10 @@ def _printable_id(story_id: str) -> str:
 
 class Unauthorized(UsageError):
     """A token is missing or wrong."""
+
+
+class Forbidden(UsageError):
+    """A seat's token asking for what only the story's owner may do, or for another seat's part (gm.engine.table)."""
 
 
 class Conflict(UsageError):

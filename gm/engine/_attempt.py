@@ -19,12 +19,14 @@ from gm import dice
 from gm.engine._earlier_rolls import EarlierRolls
 from gm.engine.prompt import PlayerTurn, game_master_messages
 from gm.engine.results import PlayerRoll, RoundEvents, RoundResult, ignore
+from gm.engine.table import TableTurn, seated_turn
 from gm.engine.tools.running import Narration, RoundTools
 from gm.integrity.secret import is_secret, reveal, sealed_ids
 from gm.integrity.seeds import fair_dice, stamped
 from gm.models.completion import ToolCall
 from gm.store import ModelCall, Opened, PausedRound, RollRecord, RoundRecord, Store, TakenUp
 from gm.transcript.shapes import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic
+from gm.transcript.table import ActionPublic, WhisperPublic
 from gm.world.definition import World
 
 
@@ -46,6 +48,7 @@ class AttemptState:
     asked: int = 0  # the game master's calls in this attempt since it opened or was taken up
     regenerating: bool = False
     unfinished: set[str] = field(default_factory=set)  # earlier attempts at this round that were not accepted
+    actions: list[dict[str, Any]] | None = None  # a round seats played: each action as the game master was given it
 
     @property
     def model_calls(self) -> int:
@@ -70,6 +73,7 @@ class Opening:
     regenerate: bool
     player_roll: PlayerRoll | None
     source: dice.DiceSource | None
+    table: TableTurn | None = None  # a round seats played (gm.engine.table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +123,15 @@ def opened_state(store: Store, world: World, opened: Opening, read: Opened, even
         dice_from=str(story.settings.get("dice_from", "engine")),
     )
     facts = [*opened.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls()]
+    actions = read.actions if opened.regenerate else None
+    if opened.table is not None and not opened.regenerate:
+        player_text, actions, more = seated_turn(tools, world, opened.table)
+        facts += more
+    elif actions:  # a seated round played again: its actions stand, its player rolls are replayed above
+        tools.seated, tools.acting = frozenset(a["character"] for a in actions), _acting(actions, read.story.settings)
     if opened.player_roll is not None:
-        facts.append(tools.roll_for_player(opened.player_roll.expression, opened.player_roll.purpose))
+        character = opened.table.actions[0].character if opened.table is not None and opened.table.actions else None
+        facts.append(tools.roll_for_player(opened.player_roll.expression, opened.player_roll.purpose, character))
     messages = game_master_messages(world, read.past, PlayerTurn(player_text, tuple(facts)), tools.clock)
     return AttemptState(
         messages,
@@ -132,7 +143,15 @@ def opened_state(store: Store, world: World, opened: Opening, read: Opened, even
         judged=story.settings.get("judge") != "off",
         regenerating=opened.regenerate,
         unfinished=read.unfinished,
+        actions=actions,
     )
+
+
+def _acting(actions: list[dict[str, Any]], settings: dict[str, Any]) -> tuple[str, ...]:
+    """The characters a together round played again must settle (none in free rounds)."""
+    if settings.get("rounds") != "together":
+        return ()
+    return tuple(dict.fromkeys(str(action["character"]) for action in actions))
 
 
 def taken_up_state(
@@ -162,6 +181,9 @@ def taken_up_state(
         dice_from="player",
         typed_faces=faces,
     )
+    table = paused.question.get("table") or {}  # a seated round's state, kept with its question (`paused_record`)
+    tools.seated, tools.acting = frozenset(table.get("seated", ())), tuple(table.get("acting", ()))
+    tools.whispers = list(table.get("whispers", ()))
     return AttemptState(
         list(paused.messages),
         paused.attempt_id,
@@ -174,6 +196,7 @@ def taken_up_state(
         calls_before=paused.model_calls,
         regenerating=paused.regenerating,
         unfinished=taken.unfinished,
+        actions=table.get("actions"),
     )
 
 
@@ -214,6 +237,8 @@ def accept(
         refusals=state.refusals,
         judgement=state.judgement,
         clock=state.tools.clock,
+        actions=state.actions,
+        whispers=state.tools.whispers or None,
     )
     store.accept_round(state.attempt_id, record, bind(state.calls, story_id, state.attempt_id), holder=holder)
     secret = any(is_secret(roll, world) for roll in state.tools.rolls)
@@ -232,6 +257,8 @@ def accept(
         time=world.calendar.text(clock) if world.calendar and clock is not None else None,
         model_calls=len(state.calls),
         regenerated=state.regenerating,
+        actions=[ActionPublic.model_validate(action) for action in state.actions] if state.actions else None,
+        whispers=[WhisperPublic.model_validate(w) for w in state.tools.whispers] if state.tools.whispers else None,
     )
 
 
@@ -252,8 +279,17 @@ def paused_record(story_id: str, state: AttemptState, question: QuestionPublic, 
         refusals=state.refusals,
         model_calls=state.model_calls,
         clock=state.tools.clock,
-        question=question.model_dump(mode="json"),
+        question={**question.model_dump(mode="json"), **_table_state(state)},
     )
+
+
+def _table_state(state: AttemptState) -> dict[str, Any]:
+    """A seated round's state, kept beside its question while it waits for dice (read back by `taken_up_state`)."""
+    tools = state.tools
+    if state.actions is None and not tools.seated:
+        return {}
+    table = {"actions": state.actions, "seated": sorted(tools.seated), "acting": list(tools.acting)}
+    return {"table": {**table, "whispers": tools.whispers}}
 
 
 def bind(calls: list[ModelCall], story_id: str, attempt_id: str) -> list[ModelCall]:

@@ -56,6 +56,7 @@ from gm.engine.results import RoundEvents, RoundPaused, RoundResult
 from gm.engine.settings import RoundSettings
 from gm.engine.tools.offered import tool_schemas
 from gm.engine.tools.running import Narration, needs_database
+from gm.engine.tools.whisper import whisper_schema
 from gm.engine.typed_dice import FacesNeeded
 from gm.errors import GmError, ModelRetry, RoundFailed
 from gm.models.client import ChatModel
@@ -177,7 +178,10 @@ class AskModel:
                 f"the game master did not end the round within {settings.max_model_calls} model calls; try again"
             )
         state.events("working", {"call": state.model_calls + 1})
-        completion = await round.model.complete(state.messages, tools=tool_schemas(round.world))
+        tools = tool_schemas(round.world)
+        if state.tools.seated:  # a shared table: the game master may whisper to a seated character
+            tools = [*tools, whisper_schema(sorted(state.tools.seated))]
+        completion = await round.model.complete(state.messages, tools=tools)
         state.calls.append(model_call_from(completion, "game_master"))
         state.asked += 1
         if completion.finish_reason == "length":

@@ -16,6 +16,7 @@ what `gm.engine.transcript.transcript` reads from the database) and checks, in t
    outcome; and no roll serves two rounds.
 4. retries: no check was rolled twice for one character in one round (a round's rolls outlive its
    attempts), for the rolls made since gm kept that rule (`legacy_rolls` are older).
+5. a shared table's messages: their chain, and each seated round's actions against it (gm.integrity._audit_table).
 
 `since(earlier, later)` checks that a later transcript of a story keeps an earlier one's history:
 the same rolls under the same hashes, and the same commitments (`gm audit --since`).
@@ -34,6 +35,7 @@ from gm.integrity._audit_checks import check_mismatches, expected_notation
 from gm.integrity._audit_report import AuditReport, Mismatch
 from gm.integrity._audit_rounds import check_retries, check_rounds
 from gm.integrity._audit_seeds import derived_mismatches, seed_keys
+from gm.integrity._audit_table import check_messages
 from gm.rules.checks import Rules
 from gm.rules.validation import parse_rules
 from gm.transcript.chain import genesis, roll_hash
@@ -90,6 +92,7 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
         )
     check_rounds(transcript, report)
     check_retries(integrity.rolls, integrity.legacy_rolls, report)
+    check_messages(transcript, report)  # a shared table's messages: who sent what (gm.integrity._audit_table)
     return report
 
 

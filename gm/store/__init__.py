@@ -4,8 +4,8 @@
 gm/store/_rolls.py (attempts, rolls and their hash chain, seeds), gm/store/_rounds.py (an attempt
 opened or taken up again, and a round accepted, in one transaction each), gm/store/_memory.py (the
 memory keeper's notes, the running summary, the past a round is shown, model calls) and
-gm/store/_paused.py (rounds waiting for the player's dice),
-gm/store/_events.py (the events pages watch live); gm/store/_base.py holds what they share.
+gm/store/_paused.py (rounds waiting for the player's dice), gm/store/_seats.py (seats and their
+messages), gm/store/_events.py (the events pages watch live); gm/store/_base.py holds what they share.
 The store returns data; what a round does with it is the engine's. Rolls are append-only, each written in its own
 transaction the moment it is rolled; an accepted round is written in one transaction fenced on the
 story's lease. Two rounds of one story never run at once: the lease holds across processes.
@@ -33,6 +33,7 @@ from gm.store._commit_groups import when_durable
 from gm.store._events import (
     EVENTS_CHANNEL,
     KEEP_EVENTS,
+    OWNER_AUDIENCE,
     READ_AT_MOST,
     EventsRead,
     EventTables,
@@ -46,6 +47,7 @@ from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
 from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
+from gm.store._seats import ALREADY_ACTED, SeatTables
 from gm.store._stories import StoryTables
 from gm.store._workers import SERVER_THREADS, workers_for
 from gm.store.migrations import upgrade
@@ -56,19 +58,23 @@ from gm.store.records import (
     PausedRound,
     RollRecord,
     RoundRecord,
+    SeatRecord,
     SeedRecord,
     Story,
     StoryBase,
+    TableMessage,
 )
 
 __all__ = [
     "ABANDONED",
+    "ALREADY_ACTED",
     "EVENTS_CHANNEL",
     "FORKED_FROM",
     "KEEP_EVENTS",
     "LEASE_LOST",
     "NOTHING_TO_REGENERATE",
     "NOTHING_WAITING",
+    "OWNER_AUDIENCE",
     "READ_AT_MOST",
     "SHORT_ID",
     "Attempt",
@@ -82,11 +88,13 @@ __all__ = [
     "PausedRound",
     "RollRecord",
     "RoundRecord",
+    "SeatRecord",
     "SeedRecord",
     "Store",
     "Story",
     "StoryBase",
     "StoryState",
+    "TableMessage",
     "TakenUp",
     "default_database_url",
     "listen_url",
@@ -172,7 +180,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables, EventTables):
+class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables, SeatTables, EventTables):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:

@@ -37,6 +37,7 @@ from gm.store.records import Story, StoryEvent
 
 log = logging.getLogger(__name__)
 
+OWNER_AUDIENCE = "owner"  # the story's own token in an event's audience (a seat is named by its id)
 EVENTS_CHANNEL = "gm_story_events"  # the PostgreSQL channel every gm serve process listens on
 KEEP_EVENTS = 1000  # a story's newest events kept for streams that resume (Last-Event-ID)
 PRUNE_EVERY = 100  # events are pruned when a story's seq reaches a multiple of this
@@ -63,9 +64,9 @@ class LiveEvent:
     audience: list[str] | None
     data: dict[str, Any]
 
-    def seen_by(self, seat: str | None) -> bool:
-        """Whether a viewer holding `seat` (None: the story's own token, which holds no seat) may see it."""
-        return self.audience is None or (seat is not None and seat in self.audience)
+    def seen_by(self, audience: str) -> bool:
+        """Whether a viewer may see it: `audience` is its seat's id, or `OWNER_AUDIENCE` for the story's own token."""
+        return self.audience is None or audience in self.audience
 
 
 @dataclass(frozen=True, slots=True)

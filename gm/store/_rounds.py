@@ -29,6 +29,7 @@ from gm.store._batch import Batch
 from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
 from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
+from gm.store._seats import SETTLE
 from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
 from gm.transcript.shapes import QuestionPublic
@@ -70,6 +71,7 @@ class Opened:
     attempt: Attempt
     number: int
     player_text: str | None = None
+    actions: list[dict[str, Any]] | None = None  # the seats' actions of the round played again, if seats played it
     earlier: list[RollRecord] = field(default_factory=list)
     retried: list[RollRecord] = field(default_factory=list)
     unfinished: set[str] = field(default_factory=set)
@@ -141,6 +143,9 @@ class RoundTables(Tables):
             written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
             if calls:
                 batch.add(CALLS_INSERT, [values_of(call) for call in calls])
+            if record.actions:  # the table's messages this round settled (gm.store._seats)
+                settled = [{"story": story_id, "message": a["message"], "round_no": number} for a in record.actions]
+                batch.add(SETTLE, settled)
             batch.send()
             if accepted.first() is None:
                 raise StoryNotFound(story_id)
@@ -216,6 +221,7 @@ def open_attempt(
         if last is None:
             raise Conflict(NOTHING_TO_REGENERATE)
         opened.player_text = last.player_text
+        opened.actions = last.actions
         opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
         if (before := by_number.get(number - 1)) is not None:
             opened.clock_before = before.clock

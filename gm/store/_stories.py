@@ -30,9 +30,11 @@ from gm.store.records import (
     RevealRecord,
     RollRecord,
     RoundRecord,
+    SeatRecord,
     SeedRecord,
     Story,
     StoryEvent,
+    TableMessage,
 )
 from gm.transcript.shapes import as_utc
 
@@ -129,6 +131,8 @@ class StoryTables(Tables):
                 raise Conflict(f"story {kept[0]} was forked from this one and goes on from its rolls; delete it first")
             for record in (
                 StoryEvent,
+                TableMessage,
+                SeatRecord,
                 RevealRecord,
                 PausedRound,
                 MemoryEntry,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gm.rules.card_odds import roll_chances
 from gm.rules.checks import Check
+from gm.transcript.table import ActionPublic, MessagePublic, TablePublic, WhisperPublic
 from gm.world.calendar import story_time
 from gm.world.definition import World
 
@@ -244,6 +245,8 @@ class RoundPublic(BaseModel):
     judge: JudgementPublic | None = None
     clock: int | None = None  # when the round ended: minutes since the story began; null without a calendar
     time: str | None = None  # the same in words, on the world's calendar
+    actions: list[ActionPublic] | None = None  # a round seats played: each seat's action (gm.transcript.table)
+    whispers: list[WhisperPublic] | None = None  # what the game master whispered, as the viewer may see it
 
     @classmethod
     def from_record(cls, record: StoredRound, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
@@ -258,7 +261,19 @@ class RoundPublic(BaseModel):
             judge=JudgementPublic.model_validate(record.judgement) if record.judgement else None,
             clock=record.clock,
             time=world.calendar.text(record.clock) if world and world.calendar and record.clock is not None else None,
+            actions=[ActionPublic.model_validate(a) for a in actions]
+            if (actions := _stored(record, "actions"))
+            else None,
+            whispers=[WhisperPublic.model_validate(w) for w in whispers]
+            if (whispers := _stored(record, "whispers"))
+            else None,
         )
+
+
+def _stored(record: StoredRound, name: str) -> list[dict[str, Any]] | None:
+    """A table field of a stored round (`actions`, `whispers`); None for a round from before seats, or none."""
+    found: list[dict[str, Any]] | None = getattr(record, name, None)
+    return found
 
 
 JUDGE_OFF_NOTICE = "narrations are not judged"
@@ -271,6 +286,9 @@ class StorySettings(BaseModel):
     dice: DiceSetting = "shown"
     judge: Literal["on", "off"] = "on"
     dice_from: Literal["engine", "player"] = "engine"
+    rounds: Literal["free", "together"] = "free"  # how a shared table's round gathers its actions (gm.engine.table)
+    combat: bool = False  # together rounds in combat are ordered by rolled initiative
+    round_timer: int | None = None  # seconds a together round waits for its last actions before it may be closed
 
 
 class QuestionPublic(BaseModel):
@@ -311,6 +329,7 @@ class StoryPublic(BaseModel):
     ended: bool = (
         False  # the story has ended: it plays no more rounds, and its secret rolls are shown (gm.integrity.secret)
     )
+    table: TablePublic | None = None  # a story with seats: who sits, and who is looking (gm.transcript.table)
 
     @classmethod
     def from_record(cls, story: StoredStory, commitment: str | None = None) -> StoryPublic:
@@ -324,6 +343,9 @@ class StoryPublic(BaseModel):
                 dice=story.settings.get("dice", "shown"),
                 judge=judge,
                 dice_from="player" if story.settings.get("dice_from") == "player" else "engine",
+                rounds="together" if story.settings.get("rounds") == "together" else "free",
+                combat=bool(story.settings.get("combat", False)),
+                round_timer=story.settings.get("round_timer"),
             ),
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
             fair=story.fair,
@@ -374,6 +396,10 @@ class IntegrityPublic(BaseModel):
     # then begin with the inherited ones (gm.store._forks).
     forked_from: dict[str, Any] | None = None
     rolls: list[RollPublic]
+    # The chain of the messages seats sent (gm.transcript.table), with its length and head; empty without seats.
+    messages: list[MessagePublic] = []
+    messages_length: int = 0
+    messages_head: str | None = None
 
 
 class TranscriptPublic(BaseModel):

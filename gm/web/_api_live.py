@@ -20,13 +20,13 @@ import asyncio
 import hmac
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request
 
-from gm.errors import UsageError
-from gm.store import READ_AT_MOST, EventsRead, LiveEvent
+from gm.engine.table import Viewer
+from gm.errors import NotFound, Unauthorized, UsageError
+from gm.store import OWNER_AUDIENCE, READ_AT_MOST, EventsRead
 from gm.web import _live as live
 from gm.web.api import EventStream, ServiceDep, TokenDep
 from gm.web.schemas import EVENT_STREAM, errors
@@ -35,19 +35,9 @@ from gm.web.service import Service, hash_token
 router = APIRouter(prefix="/api")
 
 
-@dataclass(frozen=True, slots=True)
-class Viewer:
-    """Who a stream is for: the holder of a token, and the seat it holds (None for the story's own token)."""
-
-    token_hash: str
-    seat: str | None = None
-
-    def may_read(self, read: EventsRead) -> bool:
-        """Whether the token still opens the story (a revoked token, or a story deleted, ends the stream)."""
-        return read.exists and read.token_hash is not None and hmac.compare_digest(read.token_hash, self.token_hash)
-
-    def sees(self, event: LiveEvent) -> bool:
-        return event.seen_by(self.seat)
+def audience_of(viewer: Viewer) -> str:
+    """What a viewer is called in an event's audience: its seat's id, or `owner` for the story's own token."""
+    return viewer.seat or OWNER_AUDIENCE
 
 
 @router.get(
@@ -66,11 +56,11 @@ async def story_events(
     round starts), `roll`, `asking` (a round waits for dice), `round` (the accepted round, as in the
     transcript), `failed`, `abandoned`, `ended`; `ready` first, `reset`, `gone` and `revoked` as said above.
     `Last-Event-ID` resumes after that event; 409 when the story has as many streams here as one server keeps."""
-    await app.check_token(story_id, token)
+    viewer = await app.viewer(story_id, token)
     assert token is not None
     resume = _event_id(last_event_id)
     app.hub.admit(story_id)  # refused before the stream starts, as a 409
-    stream = _follow(app, story_id, Viewer(hash_token(token)), resume, request)
+    stream = _follow(app, story_id, (token, audience_of(viewer)), resume, request)
     return EventStream(stream, headers=STREAM_HEADERS)
 
 
@@ -92,8 +82,9 @@ def sse(kind: str, data: object, event_id: int | None = None) -> str:
 
 
 async def _follow(
-    app: Service, story_id: str, viewer: Viewer, resume: int | None, request: Request
+    app: Service, story_id: str, viewer: tuple[str, str], resume: int | None, request: Request
 ) -> AsyncIterator[str]:
+    token, audience = viewer
     store, hub = app.game.store, app.hub
     with hub.watching(story_id) as woken:
         left = asyncio.create_task(_left(request, woken))  # a viewer who leaves ends the stream at once
@@ -111,7 +102,7 @@ async def _follow(
                 if not read.exists:
                     yield sse("gone", {"story": story_id})
                     return
-                if not viewer.may_read(read):
+                if not await _still_opens(app, story_id, token, read):
                     yield sse("revoked", {"story": story_id})
                     return
                 if read.missed:
@@ -119,7 +110,7 @@ async def _follow(
                     last = read.newest
                     continue
                 for event in read.events:
-                    if viewer.sees(event):
+                    if event.seen_by(audience):
                         yield sse(event.kind, event.data, event.seq)
                     last = event.seq
                 if len(read.events) >= READ_AT_MOST:
@@ -140,3 +131,15 @@ async def _left(request: Request, woken: asyncio.Event) -> None:
     while (await request.receive())["type"] != "http.disconnect":
         pass
     woken.set()
+
+
+async def _still_opens(app: Service, story_id: str, token: str, read: EventsRead) -> bool:
+    """Whether the stream's token opens the story still: the owner's (its hash, just read), or a live seat's (read
+    from the database: a revoked seat opens nothing from the moment of its revoke, in every process)."""
+    if read.token_hash is not None and hmac.compare_digest(read.token_hash, hash_token(token)):
+        return True
+    try:
+        await app.viewer(story_id, token)
+    except (NotFound, Unauthorized):
+        return False
+    return True

@@ -159,12 +159,22 @@ class Relay:
     The engine tells its events from the event loop and from its database thread alike; each is queued
     here on the loop and written after the one before. `settled` waits until all are written."""
 
-    def __init__(self, hub: Hub, story_id: str, player_text: str | None, *, regenerating: bool = False) -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        story_id: str,
+        player_text: str | None,
+        *,
+        regenerating: bool = False,
+        character: str | None = None,
+    ) -> None:
         self.hub, self.story_id = hub, story_id
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.action: dict[str, Any] | None = (
-            {"player_text": player_text, "regenerating": regenerating} if player_text is not None else None
+            {"player_text": player_text, "character": character, "regenerating": regenerating}
+            if player_text is not None
+            else None
         )
         self._queue: list[tuple[str, dict[str, Any]]] = []
         self._writer: asyncio.Task[None] | None = None

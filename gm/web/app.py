@@ -28,6 +28,7 @@ from gm.web.compat.routes import CHAT_PATH
 from gm.web.compat.routes import router as compat_router
 from gm.web.schemas import tidy_openapi
 from gm.web.service import Service
+from gm.web.table import router as table_router
 
 if TYPE_CHECKING:
     from gm.editor.sessions import Login
@@ -76,6 +77,7 @@ def create_app(
     app.include_router(router)
     app.include_router(integrity_router)
     app.include_router(live_router)
+    app.include_router(table_router)
     app.include_router(pages.router)
     app.include_router(compat_router)
     app.add_exception_handler(GmError, answer_error)

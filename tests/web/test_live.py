@@ -136,9 +136,10 @@ def test_another_viewer_sees_the_action_the_roll_and_the_round_in_order(store: S
             seen = viewer.until("round")
         assert [kind for _, kind, _ in seen] == ["action", "roll", "round"]
         assert [event_id for event_id, _, _ in seen] == [1, 2, 3]
-        assert seen[0][2] == {"player_text": "I pick the lock.", "regenerating": False}
+        assert seen[0][2] == {"player_text": "I pick the lock.", "character": None, "regenerating": False}
         assert seen[1][2]["id"] == played["round"]["rolls"][0]["id"]
-        assert seen[2][2] == played["round"]  # the round as its player was answered it
+        # The round's number only: each viewer reads the round as it may see it (a seat: its own whispers).
+        assert seen[2][2] == {"number": played["round"]["number"], "regenerated": False}
 
         # A viewer that lost its connection after the action resumes from it: the roll and the round again.
         with watching(events, token, last_id=1) as resumed:

@@ -1,7 +1,7 @@
 """live: the story events the pages watching a story read live (story_events).
 
 Revision ID: live
-Revises: growth_indexes
+Revises: seats
 Create Date: 2026-12-04
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "live"
-down_revision: str | Sequence[str] | None = "growth_indexes"
+down_revision: str | Sequence[str] | None = "seats"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
