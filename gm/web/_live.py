@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gm.errors import TooManyViewers
 from gm.store import Store, listen_url, notifications
@@ -219,3 +222,37 @@ class Relay:
         await asyncio.sleep(0)
         while self._writer is not None and not self._writer.done():
             await asyncio.shield(self._writer)
+
+
+# Writes to a story other than its rounds' (which a Relay tells), told to its viewers as `changed` with what
+# changed, so their pages read the story again: a seat joined or was revoked (a revoked seat's stream ends at
+# that read), a together round closed, a setting changed, a secret roll revealed.
+CHANGES = re.compile(r"^/api/stories/(?P<story>[^/]+)/(?P<what>seats(?:/[^/]+)?|seat|round/close|settings|reveal)$")
+WRITES = frozenset({"POST", "PUT", "DELETE"})
+
+
+class StoryChanges:
+    """ASGI middleware: after a successful write of `CHANGES`, a `changed` event of the story (ids only)."""
+
+    def __init__(self, app: ASGIApp, hub: Hub) -> None:
+        self.app, self.hub = app, hub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = CHANGES.match(scope.get("path", "")) if scope["type"] == "http" else None
+        if found is None or scope.get("method") not in WRITES:
+            await self.app(scope, receive, send)
+            return
+        statuses: list[int] = []
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+            await send(message)
+
+        await self.app(scope, receive, sending)
+        if statuses and 200 <= statuses[0] < 300:
+            what = found["what"].split("/")[0]
+            try:
+                await self.hub.publish(found["story"], "changed", {"what": what})
+            except Exception:
+                log.exception("could not publish a change of story %s", found["story"])

@@ -23,6 +23,7 @@ from gm.web._api_live import router as live_router
 from gm.web._errors import answer_error, error_body
 from gm.web._fast_messages import FastMessages
 from gm.web._limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
+from gm.web._live import StoryChanges
 from gm.web.api import router
 from gm.web.compat.routes import CHAT_PATH
 from gm.web.compat.routes import router as compat_router
@@ -85,6 +86,7 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
     app.openapi = lambda: app.openapi_schema or _described(app)  # type: ignore[method-assign]
+    app.add_middleware(StoryChanges, hub=app.state.service.hub)  # gm.web._live
     app.add_middleware(FastMessages, service=app.state.service)  # inside the two guards below (gm.web._fast_messages)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, wider={CHAT_PATH: MAX_CHAT_BYTES})
     app.add_middleware(HostGuard, hosts=api_hosts)  # added last, so it runs first
