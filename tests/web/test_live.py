@@ -22,7 +22,9 @@ import pytest
 
 from gm.store import Store
 from gm.testing import reply
+from gm.web import _live as live
 from tests.support.rounds import narrate_roll, roll_mara
+from tests.support.table import table_master, table_worlds
 from tests.support.web import serving
 
 WAIT = 20.0
@@ -61,8 +63,8 @@ class Watcher:
             pass
         self.events.put(None)
 
-    def next(self) -> tuple[int | None, str, Any]:
-        got = self.events.get(timeout=WAIT)
+    def next(self, timeout: float = WAIT) -> tuple[int | None, str, Any]:
+        got = self.events.get(timeout=timeout)
         assert got is not None, "the stream ended"
         return got
 
@@ -188,3 +190,31 @@ def test_one_server_keeps_a_bounded_number_of_streams_of_a_story(
             assert "already has 2 live streams on this server" in third["error"]
         with watching(events, token) as again:  # a closed stream frees its place
             assert again.next()[1] == "ready"
+
+
+def test_a_seat_s_stream_never_carries_another_s_whisper_and_ends_when_the_seat_is_revoked(
+    store: Store, tmp_path: Path, harbor: Path
+) -> None:
+    with serving(store, table_worlds(tmp_path, harbor), [table_master] * 6, faces=[]) as (url, _game):
+        status, started = call(url, "POST", "/api/stories", {"world": "table"})
+        story, owner = started["story"]["id"], started["token"]
+        seats = {}
+        for character in ("Mara", "Odile"):
+            status, body = call(url, "POST", f"/api/stories/{story}/seats", {"character": character}, auth(owner))
+            assert status == 201, body
+            seats[character] = (body["seat"]["id"], body["token"])
+        events = f"{url}/api/stories/{story}/events"
+        with watching(events, seats["Mara"][1]) as mara:
+            assert mara.next()[1] == "ready"
+            text = {"text": "I keep watch; whisper to Odile: WATCHWORD"}
+            status, played = call(url, "POST", f"/api/stories/{story}/messages", text, auth(seats["Odile"][1]))
+            assert status == 200 and played["round"]["whispers"] == [{"character": "Odile", "text": "DROWHCTAW"}]
+            seen = mara.until("round")
+            assert [kind for _, kind, _ in seen] == ["action", "round"]
+            assert seen[0][2]["character"] == "Odile"
+            assert "DROWHCTAW" not in json.dumps(seen)  # the whisper is Odile's; Mara reads the round as hers
+            revoked = call(url, "DELETE", f"/api/stories/{story}/seats/{seats['Mara'][0]}", None, auth(owner))
+            assert revoked[0] == 204
+            # At once (the revoke's `changed` event wakes the stream), not at the next heartbeat read.
+            assert mara.next(timeout=live.HEARTBEAT_SECONDS / 3) == (None, "revoked", {"story": story})
+            assert mara.ended()
