@@ -4,8 +4,9 @@ When something happens in a story that another viewer should see at once (a play
 a roll is made, a round is accepted or fails, a round waits for dice), the web layer writes an event
 here (`publish_event`); the pages watching the story read the events after the last one they have
 (`events_after`). Each event has the story's next `seq`, taken as MAX + 1 under the unique (story_id,
-seq) index: two processes publishing at once collide there, and the later one, blocked by the
-earlier's uncommitted row until it commits, takes the next number. So a story's events commit in the
+seq) index; on PostgreSQL the publishers of one story take turns on a transaction-scoped advisory lock
+(so they never collide at the index), and on SQLite, whose writers take turns anyway, a writer that
+finds another was first tries again. So a story's events commit in the
 order of their numbers, and a reader that has seen event N has seen every event before it.
 
 On PostgreSQL the transaction also sends `NOTIFY gm_story_events, '<story> <seq>'`, delivered at commit
@@ -22,6 +23,7 @@ Kept: the newest `KEEP_EVENTS` of each story, older ones deleted as new ones com
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from gm._text import unstorable
 from gm.store._base import Tables, table_of
@@ -42,7 +44,7 @@ EVENTS_CHANNEL = "gm_story_events"  # the PostgreSQL channel every gm serve proc
 KEEP_EVENTS = 1000  # a story's newest events kept for streams that resume (Last-Event-ID)
 PRUNE_EVERY = 100  # events are pruned when a story's seq reaches a multiple of this
 READ_AT_MOST = 200  # events read for one stream at once; the rest come on the next read
-TRIES = 8  # times a publish takes the next seq again after another process took the same one
+TRIES = 50  # times a publish takes the next seq again after another process took the same one
 
 EVENTS = table_of(StoryEvent)
 STORIES = table_of(Story)
@@ -52,6 +54,7 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+_TURN = text("SELECT pg_advisory_xact_lock(hashtext(:story))")
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 
 
@@ -90,6 +93,8 @@ class EventTables(Tables):
         for _ in range(TRIES):
             try:
                 with self.transaction() as connection:
+                    if postgres:  # publishers of one story take turns (the lock goes with the transaction)
+                        connection.execute(_TURN, {"story": story_id})
                     newest = connection.execute(_NEWEST, {"story": story_id}).scalar_one()
                     seq = int(newest) + 1
                     connection.execute(
@@ -113,6 +118,8 @@ class EventTables(Tables):
             except IntegrityError:
                 if not self._story_exists(story_id):
                     return 0  # deleted meanwhile: nobody is left to tell
+            except OperationalError:  # SQLite: another connection wrote first (gm serve writes from one thread)
+                time.sleep(0.01)
         raise RuntimeError(f"story {story_id}: no event number was free after {TRIES} tries")
 
     def events_after(self, story_id: str, after: int) -> EventsRead:
