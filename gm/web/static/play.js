@@ -446,11 +446,12 @@ async function load() {
     );
     return;
   }
-  // The live stream first, then the story: what happens in between comes on the stream (ready's id).
+  if (!(await read())) return; // a story this token does not open: one refusal, and no stream
+  // Then the live stream; once it is ready, the story is read again, so nothing between the two is missed.
   const ready = new Promise((done) => (readyNow = done));
   follow(`${base}/events`, token, onEvent);
   await Promise.race([ready, new Promise((done) => setTimeout(done, 3000))]);
-  if (!(await read())) return;
+  await read();
   loaded = true;
   while (stale) {
     stale = false;
