@@ -7,10 +7,12 @@
     │   │   └── StoryNotFound   no story has that id
     │   ├── BrokenWorld         a world that exists but fails its check (the API answers 422)
     │   ├── Unauthorized        a token is missing or wrong
+    │   ├── Forbidden           a seat's token asking for what only the story's owner may do
     │   ├── Conflict            the request does not fit the state it meets
     │   │   ├── NotFair         a seed asked of a story that does not use fair dice
     │   │   ├── StoryEnded      the story has ended and plays no more rounds
     │   │   ├── RoundWaiting    a round waits for the player's dice; no other starts until it ends
+    │   │   ├── TooManyViewers  the story has as many live streams on this server as it keeps open
     │   │   └── StaleFile       the editor's file changed on disk after its form was opened
     │   ├── AmbiguousStory      a shortened story id that starts more than one story's id
     │   ├── UnstorableText      text no story can store (a NUL, half a surrogate pair)
@@ -101,6 +103,7 @@ __all__ = [
     "DiceLimitError",
     "DiceSyntaxError",
     "EmptyMemory",
+    "Forbidden",
     "GmError",
     "JudgeFailed",
     "LeaseBusy",
@@ -129,6 +132,7 @@ __all__ = [
     "StoryBusy",
     "StoryEnded",
     "StoryNotFound",
+    "TooManyViewers",
     "Unauthorized",
     "UnknownCharacter",
     "UnknownCheck",
@@ -179,6 +183,10 @@ class Unauthorized(UsageError):
     """A token is missing or wrong."""
 
 
+class Forbidden(UsageError):
+    """A seat's token asking for what only the story's owner may do, or for another seat's part (gm.engine.table)."""
+
+
 class Conflict(UsageError):
     """The request does not fit the state it meets (such as regenerating before any round)."""
 
@@ -198,6 +206,10 @@ class StoryEnded(Conflict):
 
 class RoundWaiting(Conflict):
     """A round of the story waits for the player's dice: no other round starts until it is answered or abandoned."""
+
+
+class TooManyViewers(Conflict):
+    """The story already has as many live streams on this server as one server keeps open (gm.web._live)."""
 
 
 class StaleFile(Conflict):

@@ -20,6 +20,7 @@ from gm.engine._earlier_rolls import EarlierRolls
 from gm.engine._sheets import RoundSheet, sheet_lines
 from gm.engine.prompt import PlayerTurn, game_master_messages
 from gm.engine.results import PlayerRoll, RoundEvents, RoundResult, ignore
+from gm.engine.table import TableTurn, seated_turn
 from gm.engine.tools.running import Narration, RoundTools
 from gm.integrity.secret import is_secret, reveal, sealed_ids
 from gm.integrity.seeds import fair_dice, stamped
@@ -27,6 +28,7 @@ from gm.models.completion import ToolCall
 from gm.store import ModelCall, Opened, PausedRound, RollRecord, RoundRecord, SheetStart, Store, TakenUp
 from gm.transcript.shapes import JudgementPublic, OutcomePublic, QuestionPublic, RollPublic
 from gm.transcript.sheets import ChangePublic
+from gm.transcript.table import ActionPublic, WhisperPublic
 from gm.world.definition import World
 
 
@@ -48,6 +50,7 @@ class AttemptState:
     asked: int = 0  # the game master's calls in this attempt since it opened or was taken up
     regenerating: bool = False
     unfinished: set[str] = field(default_factory=set)  # earlier attempts at this round that were not accepted
+    actions: list[dict[str, Any]] | None = None  # a round seats played: each action as the game master was given it
 
     @property
     def model_calls(self) -> int:
@@ -72,6 +75,7 @@ class Opening:
     regenerate: bool
     player_roll: PlayerRoll | None
     source: dice.DiceSource | None
+    table: TableTurn | None = None  # a round seats played (gm.engine.table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +126,15 @@ def opened_state(store: Store, world: World, opened: Opening, read: Opened, even
         sheet=RoundSheet(world, read.sheet or SheetStart(None)) if world.sheet_changes else None,
     )
     facts = [*opened.facts, *tools.replay_player_rolls(), *tools.replay_check_rolls(), *tools.bind_retried_checks()]
+    actions = read.actions if opened.regenerate else None
+    if opened.table is not None and not opened.regenerate:
+        player_text, actions, more = seated_turn(tools, world, opened.table)
+        facts += more
+    elif actions:  # a seated round played again: its actions stand, its player rolls are replayed above
+        tools.seated, tools.acting = frozenset(a["character"] for a in actions), _acting(actions, read.story.settings)
     if opened.player_roll is not None:
-        facts.append(tools.roll_for_player(opened.player_roll.expression, opened.player_roll.purpose))
+        character = opened.table.actions[0].character if opened.table is not None and opened.table.actions else None
+        facts.append(tools.roll_for_player(opened.player_roll.expression, opened.player_roll.purpose, character))
     sheet = sheet_lines(tools.sheet.sheets) if tools.sheet is not None else ()
     messages = game_master_messages(world, read.past, PlayerTurn(player_text, tuple(facts)), tools.clock, sheet)
     return AttemptState(
@@ -136,7 +147,15 @@ def opened_state(store: Store, world: World, opened: Opening, read: Opened, even
         judged=story.settings.get("judge") != "off",
         regenerating=opened.regenerate,
         unfinished=read.unfinished,
+        actions=actions,
     )
+
+
+def _acting(actions: list[dict[str, Any]], settings: dict[str, Any]) -> tuple[str, ...]:
+    """The characters a together round played again must settle (none in free rounds)."""
+    if settings.get("rounds") != "together":
+        return ()
+    return tuple(dict.fromkeys(str(action["character"]) for action in actions))
 
 
 def taken_up_state(
@@ -170,6 +189,9 @@ def taken_up_state(
         story = taken.story
         start = SheetStart(story.sheet, story.sheet_length, story.sheet_head)
         tools.sheet = RoundSheet.restored(world, paused.sheet, start)
+    table = paused.question.get("table") or {}  # a seated round's state, kept with its question (`paused_record`)
+    tools.seated, tools.acting = frozenset(table.get("seated", ())), tuple(table.get("acting", ()))
+    tools.whispers = list(table.get("whispers", ()))
     return AttemptState(
         list(paused.messages),
         paused.attempt_id,
@@ -182,6 +204,7 @@ def taken_up_state(
         calls_before=paused.model_calls,
         regenerating=paused.regenerating,
         unfinished=taken.unfinished,
+        actions=table.get("actions"),
     )
 
 
@@ -222,6 +245,8 @@ def accept(
         refusals=state.refusals,
         judgement=state.judgement,
         clock=state.tools.clock,
+        actions=state.actions,
+        whispers=state.tools.whispers or None,
     )
     sheet = state.tools.sheet.write(story_id, state.attempt_id, state.number) if state.tools.sheet else None
     if sheet is not None:
@@ -249,6 +274,8 @@ def accept(
         sheet_hash=record.sheet_hash,
         attempt=state.attempt_id,
         sheet=sheet.sheets if sheet is not None else None,
+        actions=[ActionPublic.model_validate(action) for action in state.actions] if state.actions else None,
+        whispers=[WhisperPublic.model_validate(w) for w in state.tools.whispers] if state.tools.whispers else None,
     )
 
 
@@ -269,9 +296,18 @@ def paused_record(story_id: str, state: AttemptState, question: QuestionPublic, 
         refusals=state.refusals,
         model_calls=state.model_calls,
         clock=state.tools.clock,
-        question=question.model_dump(mode="json"),
+        question={**question.model_dump(mode="json"), **_table_state(state)},
         sheet=state.tools.sheet.kept() if state.tools.sheet is not None else None,
     )
+
+
+def _table_state(state: AttemptState) -> dict[str, Any]:
+    """A seated round's state, kept beside its question while it waits for dice (read back by `taken_up_state`)."""
+    tools = state.tools
+    if state.actions is None and not tools.seated:
+        return {}
+    table = {"actions": state.actions, "seated": sorted(tools.seated), "acting": list(tools.acting)}
+    return {"table": {**table, "whispers": tools.whispers}}
 
 
 def bind(calls: list[ModelCall], story_id: str, attempt_id: str) -> list[ModelCall]:

@@ -28,6 +28,9 @@ EARLIER_NOTE = (
 EARLIER_FACT = " (rolled in an earlier attempt at this round that did not finish; the roll stands)"
 
 
+INITIATIVE_REASON = "initiative"  # the reason an initiative roll is written with (gm.engine.table)
+
+
 @dataclass
 class EarlierRolls:
     """The rolls made for this round before this attempt began, in the order rolled, and which are taken."""
@@ -48,6 +51,12 @@ class EarlierRolls:
                 and (roll.notation, roll.reason, roll.character) == (notation, purpose, character)
                 and roll.id not in self._taken
             )
+        )
+
+    def initiative(self, character: str) -> RollRecord | None:
+        """An earlier, still untaken initiative roll of this character (gm.engine.table)."""
+        return self._first(
+            lambda roll: roll.kind == "dice" and roll.reason == INITIATIVE_REASON and roll.character == character
         )
 
     def dice(self, notation: str) -> RollRecord | None:

@@ -60,6 +60,7 @@ from gm.engine.settings import RoundSettings
 from gm.engine.sheet_judge import judge_sheet, needs_judging
 from gm.engine.tools.offered import tool_schemas
 from gm.engine.tools.running import MAX_TOOL_CALLS, Narration, needs_database
+from gm.engine.tools.whisper import whisper_schema
 from gm.engine.typed_dice import FacesNeeded
 from gm.errors import ModelRetry, RoundFailed
 from gm.models.client import ChatModel
@@ -186,7 +187,10 @@ class AskModel:
                 f"the game master did not end the round within {settings.max_model_calls} model calls; try again"
             )
         state.events("working", {"call": state.model_calls + 1})
-        completion = await round.model.complete(state.messages, tools=tool_schemas(round.world))
+        tools = tool_schemas(round.world)
+        if state.tools.seated:  # a shared table: the game master may whisper to a seated character
+            tools = [*tools, whisper_schema(sorted(state.tools.seated))]
+        completion = await round.model.complete(state.messages, tools=tools)
         state.calls.append(model_call_from(completion, "game_master"))
         state.asked += 1
         if completion.finish_reason == "length":

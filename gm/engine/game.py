@@ -34,6 +34,7 @@ from gm.engine.memory import MemoryKeeper
 from gm.engine.results import PlayerRoll, RoundEvents, RoundPaused, RoundResult
 from gm.engine.round import continue_round, play_round
 from gm.engine.settings import RoundSettings
+from gm.engine.table import TableTurn
 from gm.engine.transcript import sheets as transcript_sheets
 from gm.errors import ModelError, PlayerSeedError, StoryBusy, UsageError
 from gm.integrity.fair import check_player_seed
@@ -189,14 +190,18 @@ class Game:
         facts: tuple[str, ...] = (),
         player_roll: PlayerRoll | None = None,
         events: RoundEvents | None = None,
+        table: TableTurn | None = None,
     ) -> RoundResult | RoundPaused:
         """Play one round (with the player's own roll, if any); the memory keeper then runs in the background.
+
+        `table` is a round seats play (gm.engine.table): their actions, in the order they came; the text is then
+        theirs, composed by the engine (pass "").
 
         In a story whose checks are rolled at the table, a round may pause for the player's dice instead
         (`RoundPaused`, with the question); `answer` goes on with it, `abandon` drops it.
         """
         require_storable("the player's text", text)  # refused before anything is written (gm._text)
-        options = {"facts": facts, "player_roll": player_roll}
+        options = {"facts": facts, "player_roll": player_roll, "table": table}
         return await self._round(play_round, story_id, text, events, options)
 
     async def answer(

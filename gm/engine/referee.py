@@ -222,3 +222,13 @@ def judge_refusals(tellings: Sequence[Telling]) -> list[Refusal]:
 
 
 _RESULT_VERBS = {"succeeded": "succeeded", "partial": "was a partial success", "failed": "failed"}
+
+
+def acting_refusals(acting: Collection[str], outcomes: Sequence[Outcome]) -> list[Refusal]:
+    """A together round (gm.engine.table) settles every acting character's action: each needs an outcome."""
+    settled = {outcome.character.casefold() for outcome in outcomes}
+    return [
+        Refusal(f"{who} acted this round and has no outcome; give {who} an outcome of their own", None, who)
+        for who in acting
+        if who.casefold() not in settled
+    ]

@@ -24,6 +24,7 @@ from gm.engine.judge import Judge
 from gm.engine.lease import RoundLease
 from gm.engine.results import PlayerRoll, RoundEvents, RoundPaused, RoundResult, ignore
 from gm.engine.settings import RoundSettings
+from gm.engine.table import TableTurn
 from gm.engine.typed_dice import read_faces
 from gm.errors import Conflict
 from gm.models.client import ChatModel
@@ -50,6 +51,7 @@ async def play_round(
     player_roll: PlayerRoll | None = None,
     events: RoundEvents | None = None,
     judge: Judge | None = None,
+    table: TableTurn | None = None,
 ) -> RoundResult | RoundPaused:
     """Play one round of a story (or play its last round again, keeping its rolls, with `regenerate`).
 
@@ -64,7 +66,7 @@ async def play_round(
     other stories go on meanwhile); the listener is always called on the event loop, in order.
     """
     round = _round(store, story_id, world, model, settings, judge, events)
-    return await run(Open(Opening(player_text, facts, regenerate, player_roll, source)), round)
+    return await run(Open(Opening(player_text, facts, regenerate, player_roll, source, table)), round)
 
 
 async def continue_round(

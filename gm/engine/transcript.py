@@ -7,23 +7,29 @@ print (the play page draws the same words in play.js).
 
 from __future__ import annotations
 
+from gm.engine.table import Viewer, sealed_for, view_round
 from gm.integrity.secret import sealed_ids, stub, visible
-from gm.store import FORKED_FROM, Store, Story
+from gm.store import FORKED_FROM, Store, Story, TableMessage
 from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
 from gm.transcript.sheet_view import change_text, sheet_lines
 from gm.transcript.sheets import ChangePublic, SheetsPublic
+from gm.transcript.table import MessagePublic, TablePublic
 from gm.world.definition import World, whole_number, world_from_data
 from gm.world.sheet import value_text
 
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
 
-def transcript(store: Store, story_id: str, *, player: bool = False) -> TranscriptPublic:
+def transcript(store: Store, story_id: str, *, player: bool = False, viewer: Viewer | None = None) -> TranscriptPublic:
     """The whole story in its public shape, with what an audit of it needs (`integrity`).
 
     `player=True` is the player's transcript (the story token's): secret rolls not yet revealed have no
     card in their rounds, and are sealed stubs in the chain (gm.integrity.secret). The operator's sees everything.
+    At a shared table, `viewer` says who reads it (gm.engine.table): a seat sees its own character's secret rolls
+    and whispers, and its own Dice setting; whispers to others are there without their text.
     """
+    if viewer is not None:
+        player = True
     story = store.story(story_id)
     world = world_from_data(story.world_data, story.dice_data)
     unfinished = store.unfinished_attempts(story_id)
@@ -36,6 +42,10 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
         round_.changes = by_round.get(round_.number, [])
     inherited = store.inherited_rolls(story)  # a fork's chain begins with its parent's rolls (gm.store._forks)
     sealed = player_sealed(store, story, world) if player else set()
+    stored_rolls = [RollPublic.from_stored(roll, world) for roll in [*inherited, *store.story_rolls(story_id)]]
+    if viewer is not None:
+        sealed = sealed_for(viewer, sealed, stored_rolls)
+        rounds = [view_round(round_, viewer, sealed) for round_ in rounds]
     for round_ in rounds:
         round_.rolls = visible(round_.rolls, sealed)
     seeds = [SeedPublic.from_record(seed) for seed in store.seeds(story_id)]
@@ -50,15 +60,16 @@ def transcript(store: Store, story_id: str, *, player: bool = False) -> Transcri
         dice=story.dice_data,
         modifiers=modifiers(world),
         forked_from=story.settings.get(FORKED_FROM),
-        rolls=[
-            stub(public) if public.id in sealed else public
-            for public in (RollPublic.from_stored(roll, world) for roll in [*inherited, *store.story_rolls(story_id)])
-        ],
+        rolls=[stub(public) if public.id in sealed else public for public in stored_rolls],
         sheet_start=world.start_sheets if world.sheet_changes else None,
         sheet_length=story.sheet_length,
         sheet_head=story.sheet_head,
+        messages=[message_public(message) for message in store.table_messages(story_id)] if story.messages else [],
+        messages_length=story.messages,
+        messages_head=story.messages_head,
     )
-    return TranscriptPublic(story=story_public(store, story, current), rounds=rounds, integrity=integrity)
+    public = story_public(store, story, current, viewer)
+    return TranscriptPublic(story=public, rounds=rounds, integrity=integrity)
 
 
 def player_sealed(store: Store, story: Story, world: World) -> set[int]:
@@ -82,13 +93,33 @@ def sheets(store: Store, story_id: str) -> SheetsPublic:
     return SheetsPublic(story=story_id, sheet=current, shown=shown, changes=changes)
 
 
-def story_public(store: Store, story: Story, commitment: str | None = None) -> StoryPublic:
-    """A story in its public shape, with a fair story's current commitment."""
+def story_public(
+    store: Store, story: Story, commitment: str | None = None, viewer: Viewer | None = None
+) -> StoryPublic:
+    """A story in its public shape, with a fair story's current commitment (and, at a shared table, who sits
+    there and who is looking: `viewer`)."""
     if story.fair and commitment is None:
         commitment = store.current_seed(story.id).commitment
     public = StoryPublic.from_record(story, commitment)
     public.asking = store.question(story.id)  # a round waiting for the player's dice (gm.engine.typed_dice)
+    if viewer is not None:
+        public.table = TablePublic(seats=sorted(viewer.seated), seat=viewer.seat, character=viewer.character)
+        if viewer.dice is not None:
+            public.settings.dice = "hidden" if viewer.dice == "hidden" else "shown"
     return public
+
+
+def message_public(message: TableMessage) -> MessagePublic:
+    """A link of the table's message chain in its public shape."""
+    return MessagePublic(
+        seq=message.seq,
+        seat=message.seat_id,
+        character=message.character,
+        text=message.text,
+        round=message.round_number,
+        prev_hash=message.prev_hash,
+        hash=message.hash,
+    )
 
 
 def modifiers(world: World) -> dict[str, dict[str, int]]:

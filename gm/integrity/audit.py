@@ -19,6 +19,7 @@ what `gm.engine.transcript.transcript` reads from the database) and checks, in t
 5. sheets: every sheet recomputed from the world's start values and the rounds' changes, each change in the
    story's sheet chain, and a check whose modifier is a bounded number rolled with a value it held then
    (gm.integrity._audit_sheets).
+6. a shared table's messages: their chain, and each seated round's actions against it (gm.integrity._audit_table).
 
 `since(earlier, later)` checks that a later transcript of a story keeps an earlier one's history:
 the same rolls under the same hashes, and the same commitments (`gm audit --since`).
@@ -38,6 +39,7 @@ from gm.integrity._audit_report import AuditReport, Mismatch
 from gm.integrity._audit_rounds import check_retries, check_rounds
 from gm.integrity._audit_seeds import derived_mismatches, seed_keys
 from gm.integrity._audit_sheets import SheetValues, check_sheets
+from gm.integrity._audit_table import check_messages
 from gm.rules.checks import Rules
 from gm.rules.validation import parse_rules
 from gm.transcript.chain import genesis, roll_hash
@@ -96,6 +98,7 @@ def audit(transcript: TranscriptPublic) -> AuditReport:
         )
     check_rounds(transcript, report)
     check_retries(integrity.rolls, integrity.legacy_rolls, report)
+    check_messages(transcript, report)  # a shared table's messages: who sent what (gm.integrity._audit_table)
     return report
 
 

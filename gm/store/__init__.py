@@ -4,7 +4,8 @@
 gm/store/_rolls.py (attempts, rolls and their hash chain, seeds), gm/store/_rounds.py (an attempt
 opened or taken up again, and a round accepted, in one transaction each), gm/store/_memory.py (the
 memory keeper's notes, the running summary, the past a round is shown, model calls) and
-gm/store/_paused.py (rounds waiting for the player's dice); gm/store/_base.py holds what they share.
+gm/store/_paused.py (rounds waiting for the player's dice), gm/store/_seats.py (seats and their
+messages), gm/store/_events.py (the events pages watch live); gm/store/_base.py holds what they share.
 The store returns data; what a round does with it is the engine's. Rolls are append-only, each written in its own
 transaction the moment it is rolled; an accepted round is written in one transaction fenced on the
 story's lease. Two rounds of one story never run at once: the lease holds across processes.
@@ -29,12 +30,24 @@ from gm.errors import SettingsError
 from gm.store._base import ABANDONED, LEASE_LOST, SHORT_ID
 from gm.store._batch import reset_batched_connections
 from gm.store._commit_groups import when_durable
+from gm.store._events import (
+    EVENTS_CHANNEL,
+    KEEP_EVENTS,
+    OWNER_AUDIENCE,
+    READ_AT_MOST,
+    EventsRead,
+    EventTables,
+    LiveEvent,
+    listen_url,
+    notifications,
+)
 from gm.store._forks import FORKED_FROM, ForkTables
 from gm.store._memory import MemoryTables, Past, PastWindow
 from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
 from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
+from gm.store._seats import ALREADY_ACTED, SeatTables
 from gm.store._sheets import SheetStart, SheetTables, SheetWrite
 from gm.store._stories import StoryTables
 from gm.store._workers import SERVER_THREADS, workers_for
@@ -46,20 +59,29 @@ from gm.store.records import (
     PausedRound,
     RollRecord,
     RoundRecord,
+    SeatRecord,
     SeedRecord,
     SheetChangeRecord,
     Story,
     StoryBase,
+    TableMessage,
 )
 
 __all__ = [
     "ABANDONED",
+    "ALREADY_ACTED",
+    "EVENTS_CHANNEL",
     "FORKED_FROM",
+    "KEEP_EVENTS",
     "LEASE_LOST",
     "NOTHING_TO_REGENERATE",
     "NOTHING_WAITING",
+    "OWNER_AUDIENCE",
+    "READ_AT_MOST",
     "SHORT_ID",
     "Attempt",
+    "EventsRead",
+    "LiveEvent",
     "MemoryEntry",
     "ModelCall",
     "Opened",
@@ -68,6 +90,7 @@ __all__ = [
     "PausedRound",
     "RollRecord",
     "RoundRecord",
+    "SeatRecord",
     "SeedRecord",
     "SheetChangeRecord",
     "SheetStart",
@@ -76,9 +99,12 @@ __all__ = [
     "Story",
     "StoryBase",
     "StoryState",
+    "TableMessage",
     "TakenUp",
     "default_database_url",
+    "listen_url",
     "make_engine",
+    "notifications",
     "waiting_sentence",
     "when_durable",
 ]
@@ -159,7 +185,9 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables, SheetTables):
+class Store(
+    StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables, SheetTables, SeatTables, EventTables
+):
     """The database behind every story; each method is one short transaction."""
 
     def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:

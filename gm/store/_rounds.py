@@ -29,6 +29,7 @@ from gm.store._batch import Batch
 from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
 from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
+from gm.store._seats import SETTLE
 from gm.store._sheets import CHANGES_INSERT, DROP_REPLACED, SHEET_UPDATE, SheetStart, SheetWrite, sheet_start
 from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
@@ -74,6 +75,7 @@ class Opened:
     attempt: Attempt
     number: int
     player_text: str | None = None
+    actions: list[dict[str, Any]] | None = None  # the seats' actions of the round played again, if seats played it
     earlier: list[RollRecord] = field(default_factory=list)
     retried: list[RollRecord] = field(default_factory=list)
     unfinished: set[str] = field(default_factory=set)
@@ -162,6 +164,9 @@ class RoundTables(Tables):
                     batch.add(CHANGES_INSERT, [values_of(change) for change in sheet.changes])
                 sheet_values = {"story": story_id, "sheet": sheet.sheets, "sheet_length": sheet.length}
                 batch.add(SHEET_UPDATE, {**sheet_values, "sheet_head": sheet.head})
+            if record.actions:  # the table's messages this round settled (gm.store._seats)
+                settled = [{"story": story_id, "message": a["message"], "round_no": number} for a in record.actions]
+                batch.add(SETTLE, settled)
             batch.send()
             if accepted.first() is None:
                 raise StoryNotFound(story_id)
@@ -237,6 +242,7 @@ def open_attempt(
         if last is None:
             raise Conflict(NOTHING_TO_REGENERATE)
         opened.player_text = last.player_text
+        opened.actions = last.actions
         opened.earlier = rolls_by_id(connection, [roll["id"] for roll in last.rolls])
         if (before := by_number.get(number - 1)) is not None:
             opened.clock_before = before.clock

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, update
+from sqlalchemy import bindparam, delete, text, update
 from sqlalchemy import select as sql_select
 from sqlmodel import col, select
 
 from gm._text import unstorable
 from gm.errors import AmbiguousStory, Conflict, StoryBusy, StoryNotFound
 from gm.store._base import ID_PREFIX, SHORT_ID, Tables, row_of, table_of
+from gm.store._events import EVENTS_CHANNEL
 from gm.store.records import (
     Attempt,
     MemoryEntry,
@@ -29,9 +30,12 @@ from gm.store.records import (
     RevealRecord,
     RollRecord,
     RoundRecord,
+    SeatRecord,
     SeedRecord,
     SheetChangeRecord,
     Story,
+    StoryEvent,
+    TableMessage,
 )
 from gm.transcript.shapes import as_utc
 
@@ -128,6 +132,9 @@ class StoryTables(Tables):
                 raise Conflict(f"story {kept[0]} was forked from this one and goes on from its rolls; delete it first")
             for record in (
                 SheetChangeRecord,
+                StoryEvent,
+                TableMessage,
+                SeatRecord,
                 RevealRecord,
                 PausedRound,
                 MemoryEntry,
@@ -140,6 +147,8 @@ class StoryTables(Tables):
                 table = table_of(record)
                 connection.execute(delete(table).where(table.c.story_id == story_id))
             connection.execute(delete(STORIES).where(STORIES.c.id == story_id))
+            if connection.dialect.name == "postgresql":  # every process's live streams of it end (gm.store._events)
+                connection.execute(GONE, {"payload": f"{story_id} 0"})
 
     def stories(self) -> list[Story]:
         with self.session() as session:
@@ -173,6 +182,7 @@ class StoryTables(Tables):
 
 
 STORIES = table_of(Story)
+GONE = text(f"SELECT pg_notify('{EVENTS_CHANNEL}', :payload)")
 _STORY = sql_select(STORIES).where(STORIES.c.id == bindparam("story"))
 _HELD = (STORIES.c.id == bindparam("story")) & (STORIES.c.lease_holder == bindparam("holder"))
 _FREE = STORIES.c.lease_holder.is_(None) | (STORIES.c.lease_expires < bindparam("now"))

@@ -120,6 +120,9 @@ class Story(Built, StoryBase, table=True):
     sheet: dict[str, Any] | None = _json(nullable=True)
     sheet_length: int = 0
     sheet_head: str | None = None
+    # The chain of the messages seats sent (gm.store._seats, gm.integrity.table_chain): its length and newest hash.
+    messages: int = 0
+    messages_head: str | None = None
 
 
 class SeedRecord(Built, SQLModel, table=True):
@@ -271,6 +274,11 @@ class RoundRecord(Built, SQLModel, table=True):
     sheet_hash: str | None = None  # the hash of the story's last sheet change when the round ended (None: none yet)
     memory_written: bool = False
     created_at: datetime = _moment()
+    # A round seats played (gm.engine.table): each action as the game master was given it, in order, naming the
+    # message of the table's chain it came from; and what the game master whispered to one character. None for a
+    # round no seat played, and for a round with no whisper.
+    actions: list[dict[str, Any]] | None = _json(nullable=True)
+    whispers: list[dict[str, Any]] | None = _json(nullable=True)
 
 
 class SheetChangeRecord(Built, SQLModel, table=True):
@@ -341,4 +349,62 @@ class ModelCall(Built, SQLModel, table=True):
     refusals: int = 0
     finish_reason: str | None = None
     structured: str | None = None  # a judge call: how its answer was asked for (json_schema, tool or text)
+    created_at: datetime = _moment()
+
+
+class StoryEvent(Built, SQLModel, table=True):
+    """One thing that happened in a story, for the pages watching it live (gm.store._events, gm.web._live).
+
+    `seq` counts the story's events (1, 2, ...), in the order their transactions committed; `audience` is
+    None for everyone who may read the story, else the seats that may see it (a whisper). `data` is what a
+    viewer may see: the player's view of a roll or a round, never a sealed secret roll."""
+
+    __tablename__ = "story_events"
+    __table_args__ = (UniqueConstraint("story_id", "seq"),)
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id")
+    seq: int
+    kind: str
+    audience: list[str] | None = _json(nullable=True)
+    data: dict[str, Any] = _json()
+    created_at: datetime = _moment()
+
+
+class SeatRecord(Built, SQLModel, table=True):
+    """A seat at a story's table: one player character, played by the person holding the seat's token.
+
+    The token is shown once and kept only as its SHA-256 (`token_hash`, unique over every story). A revoked seat
+    (`revoked_at` set) opens nothing; at most one live seat per character (gm.store._seats)."""
+
+    __tablename__ = "seats"
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    character: str
+    name: str = ""
+    token_hash: str = Field(unique=True, index=True)
+    dice: str = "shown"  # this seat's own Dice setting: shown | hidden
+    created_at: datetime = _moment()
+    revoked_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+
+
+class TableMessage(Built, SQLModel, table=True):
+    """A message a seat sent, append-only and chained by hash (gm.integrity.table_chain): who said what, in order.
+
+    `gathered` marks an action waiting for a together round; `round_number` is set when an accepted round
+    settles it, `dropped` when its seat is revoked first. Neither is hashed: they say what became of the message.
+    """
+
+    __tablename__ = "table_messages"
+    __table_args__ = (UniqueConstraint("story_id", "seq"),)
+    id: int | None = Field(default=None, primary_key=True)
+    story_id: str = Field(foreign_key="stories.id", index=True)
+    seq: int
+    seat_id: str | None = Field(default=None, foreign_key="seats.id")
+    character: str
+    text: str
+    gathered: bool = False
+    round_number: int | None = None
+    dropped: bool = False
+    prev_hash: str
+    hash: str
     created_at: datetime = _moment()

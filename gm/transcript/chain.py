@@ -135,3 +135,21 @@ def stored_change_hash(row: Any) -> str:
             "prev_hash": row.prev_hash,
         }
     )
+
+
+# The chain of messages seats send (gm.store._seats): who said what, in order. Each message's hash covers its place,
+# its seat, its character, its text and the hash before it, as canonical JSON like a roll's.
+MESSAGE_HASHED = ("seq", "seat", "character", "text", "prev_hash")
+
+
+def message_genesis(story_id: str) -> str:
+    """The `prev_hash` of a story's first message."""
+    return hashlib.sha256(f"gm-messages:{story_id}".encode()).hexdigest()
+
+
+def message_hash(message: Mapping[str, Any]) -> str:
+    """The hex SHA-256 of a message (a mapping with the `MESSAGE_HASHED` keys)."""
+    fields = {name: message.get(name) for name in MESSAGE_HASHED}
+    return hashlib.sha256(
+        json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    ).hexdigest()

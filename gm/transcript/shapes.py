@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from gm.rules.card_odds import roll_chances
 from gm.rules.checks import Check
 from gm.transcript.sheets import ChangePublic
+from gm.transcript.table import ActionPublic, MessagePublic, TablePublic, WhisperPublic
 from gm.world.calendar import story_time
 from gm.world.definition import World
 
@@ -251,6 +252,8 @@ class RoundPublic(BaseModel):
     changes: list[ChangePublic] = []  # what the round changed on the characters' sheets, in order (gm.world.sheet)
     sheet_hash: str | None = None  # the hash of the story's last sheet change when the round ended
     attempt: str | None = None  # the attempt that played the round as it was accepted
+    actions: list[ActionPublic] | None = None  # a round seats played: each seat's action (gm.transcript.table)
+    whispers: list[WhisperPublic] | None = None  # what the game master whispered, as the viewer may see it
 
     @classmethod
     def from_record(cls, record: StoredRound, world: World | None, unfinished: Collection[str] = ()) -> RoundPublic:
@@ -267,7 +270,19 @@ class RoundPublic(BaseModel):
             time=world.calendar.text(record.clock) if world and world.calendar and record.clock is not None else None,
             sheet_hash=record.sheet_hash,
             attempt=record.attempt_id,
+            actions=[ActionPublic.model_validate(a) for a in actions]
+            if (actions := _stored(record, "actions"))
+            else None,
+            whispers=[WhisperPublic.model_validate(w) for w in whispers]
+            if (whispers := _stored(record, "whispers"))
+            else None,
         )
+
+
+def _stored(record: StoredRound, name: str) -> list[dict[str, Any]] | None:
+    """A table field of a stored round (`actions`, `whispers`); None for a round from before seats, or none."""
+    found: list[dict[str, Any]] | None = getattr(record, name, None)
+    return found
 
 
 JUDGE_OFF_NOTICE = "narrations are not judged"
@@ -280,6 +295,9 @@ class StorySettings(BaseModel):
     dice: DiceSetting = "shown"
     judge: Literal["on", "off"] = "on"
     dice_from: Literal["engine", "player"] = "engine"
+    rounds: Literal["free", "together"] = "free"  # how a shared table's round gathers its actions (gm.engine.table)
+    combat: bool = False  # together rounds in combat are ordered by rolled initiative
+    round_timer: int | None = None  # seconds a together round waits for its last actions before it may be closed
 
 
 class QuestionPublic(BaseModel):
@@ -321,6 +339,7 @@ class StoryPublic(BaseModel):
     ended: bool = (
         False  # the story has ended: it plays no more rounds, and its secret rolls are shown (gm.integrity.secret)
     )
+    table: TablePublic | None = None  # a story with seats: who sits, and who is looking (gm.transcript.table)
 
     @classmethod
     def from_record(cls, story: StoredStory, commitment: str | None = None) -> StoryPublic:
@@ -334,6 +353,9 @@ class StoryPublic(BaseModel):
                 dice=story.settings.get("dice", "shown"),
                 judge=judge,
                 dice_from="player" if story.settings.get("dice_from") == "player" else "engine",
+                rounds="together" if story.settings.get("rounds") == "together" else "free",
+                combat=bool(story.settings.get("combat", False)),
+                round_timer=story.settings.get("round_timer"),
             ),
             notices=[JUDGE_OFF_NOTICE] if judge == "off" else [],
             fair=story.fair,
@@ -390,6 +412,10 @@ class IntegrityPublic(BaseModel):
     sheet_start: dict[str, Any] | None = None
     sheet_length: int = 0
     sheet_head: str | None = None
+    # The chain of the messages seats sent (gm.transcript.table), with its length and head; empty without seats.
+    messages: list[MessagePublic] = []
+    messages_length: int = 0
+    messages_head: str | None = None
 
 
 class TranscriptPublic(BaseModel):

@@ -10,16 +10,15 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from gm.engine.transcript import transcript
 from gm.integrity.audit import audit
 from gm.integrity.seeds import reveal
-from gm.web.api import ServiceDep, TokenDep
+from gm.web.api import ServiceDep, TokenDep, viewed_transcript
 from gm.web.schemas import errors
 
 router = APIRouter(prefix="/api")
 
 
-@router.post("/stories/{story_id}/reveal", responses=errors(401, 404, 409))
+@router.post("/stories/{story_id}/reveal", responses=errors(401, 403, 404, 409))
 def reveal_seed(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
     """Publish the seed a fair story's rolls were derived from so far, and commit a fresh one for the next."""
     app.story(story_id, token)
@@ -28,7 +27,9 @@ def reveal_seed(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, An
 
 
 @router.get("/stories/{story_id}/audit", responses=errors(401, 404))
-def audit_story(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
-    """Check the story's dice as `gm audit` does; `ok` is false, with every mismatch, when anything is off."""
-    app.story(story_id, token)
-    return audit(transcript(app.game.store, story_id, player=True)).to_json()  # sealed secret rolls as stubs
+async def audit_story(story_id: str, app: ServiceDep, token: TokenDep) -> dict[str, Any]:
+    """Check the story's dice as `gm audit` does; `ok` is false, with every mismatch, when anything is off.
+    Over the transcript the token reads (a seat's view at a shared table: docs/table.md)."""
+    viewer = await app.viewer(story_id, token)
+    read = await app.game.store.off_loop(viewed_transcript, app, story_id, viewer)
+    return audit(read).to_json()  # sealed secret rolls as stubs

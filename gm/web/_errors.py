@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from gm.errors import (
     BrokenWorld,
     Conflict,
+    Forbidden,
     GmError,
     NotFound,
     OperatorError,
@@ -30,6 +31,7 @@ from gm.errors import (
 # Looked up along the error's class hierarchy, most precise first.
 STATUS: dict[type[GmError], int] = {
     Unauthorized: 401,
+    Forbidden: 403,
     NotFound: 404,
     BrokenWorld: 422,
     Conflict: 409,
@@ -74,6 +76,7 @@ def database_answer(path: str, error: Exception) -> JSONResponse:
 OPENAI_KINDS: dict[int, tuple[str, str | None]] = {
     400: ("invalid_request_error", None),
     401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", "forbidden"),
     404: ("invalid_request_error", "not_found"),
     405: ("invalid_request_error", "method_not_allowed"),
     409: ("invalid_request_error", "conflict"),

@@ -64,8 +64,8 @@ class FastMessages:
             return
         self.answered += 1
         try:
-            await self.service.check_token(story_id, _bearer_token(scope))
-            played = await _play(self.service, story_id, message.text, None)
+            viewer = await self.service.viewer(story_id, _bearer_token(scope))  # the owner, or a seat (docs/table.md)
+            played = await _play(self.service, story_id, message.text, None, viewer)
         except GmError as error:
             status = status_for(error)
             await JSONResponse(error_body(scope["path"], str(error), status), status_code=status)(scope, receive, send)

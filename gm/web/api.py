@@ -21,17 +21,21 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gm.engine.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.results import RoundEvents, RoundPaused, RoundResult
+from gm.engine.table import OWNER, Viewer
 from gm.engine.transcript import sheets, story_public, transcript
 from gm.engine.typed_dice import read_faces
-from gm.errors import BrokenWorld, Conflict, GmError, RoundWaiting, UsageError
+from gm.errors import BrokenWorld, Conflict, Forbidden, GmError, RoundWaiting, UsageError
 from gm.integrity.secret import refuse_if_ended
 from gm.store import NOTHING_TO_REGENERATE, NOTHING_WAITING, Story, waiting_sentence
-from gm.transcript.shapes import StoryPublic, TranscriptPublic
+from gm.transcript.shapes import QuestionPublic, StoryPublic, TranscriptPublic
 from gm.transcript.sheets import SheetsPublic
+from gm.web._live import Relay
+from gm.web._seated import play_seated, round_for
 from gm.web.schemas import (
     EVENT_STREAM,
     AbandonedOut,
     FacesIn,
+    GatheringOut,
     MessageIn,
     PlayedOut,
     RoundOut,
@@ -104,11 +108,12 @@ def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> StartedOut:
 
 
 @router.get("/stories/{story_id}", responses=errors(401, 404))
-def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPublic:
+async def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPublic:
     """The story with its whole transcript (the shape of `gm show --json`), as its player sees it: a secret
-    roll not yet revealed has no card, and is a sealed stub in the chain (gm.integrity.secret)."""
-    app.story(story_id, token)
-    return transcript(app.game.store, story_id, player=True)
+    roll not yet revealed has no card, and is a sealed stub in the chain (gm.integrity.secret). A seat's token
+    reads the seat's view: its own character's secret rolls and whispers, its own Dice setting (docs/table.md)."""
+    viewer = await app.viewer(story_id, token)
+    return await app.game.store.off_loop(viewed_transcript, app, story_id, viewer)
 
 
 @router.get("/stories/{story_id}/sheet", responses=errors(401, 404))
@@ -119,92 +124,121 @@ def get_sheet(story_id: str, app: ServiceDep, token: TokenDep) -> SheetsPublic:
     return sheets(app.game.store, story_id)
 
 
-@router.post("/stories/{story_id}/end", responses=errors(401, 404, 409))
+def viewed_transcript(app: Service, story_id: str, viewer: Viewer) -> TranscriptPublic:
+    """The transcript as `viewer` reads it; the owner's of a story without seats is today's player transcript."""
+    if viewer.is_owner:
+        seated = app.seated(story_id)
+        viewer = Viewer(seated=seated) if seated else viewer
+    return transcript(app.game.store, story_id, player=True, viewer=None if viewer is OWNER else viewer)
+
+
+@router.post("/stories/{story_id}/end", responses=errors(401, 403, 404, 409))
 async def end_story(story_id: str, app: ServiceDep, token: TokenDep) -> StoryPublic:
     """End the story: its secret rolls are shown, and it plays no more rounds (409 while a round waits for dice)."""
     await app.check_token(story_id, token)
     await app.game.end(story_id)
+    await app.hub.publish(story_id, "ended", {})
     return await app.game.store.off_loop(_story, app, story_id)
 
 
-@router.delete("/stories/{story_id}", status_code=204, responses=errors(401, 404, 409))
+@router.delete("/stories/{story_id}", status_code=204, responses=errors(401, 403, 404, 409))
 async def delete_story(story_id: str, app: ServiceDep, token: TokenDep) -> None:
     """Delete the story and everything kept of it: its rounds, memory, model calls, and its dice record (rolls,
     hash chain, seeds), so it can no longer be audited here; a transcript exported before (`GET` this story, or
     `gm show STORY --json`) still can be, with `gm audit --file`. 409 while a round is being played."""
     await app.check_token(story_id, token)
     await app.forget(story_id)
+    app.hub.wake(story_id)  # its streams here end (on PostgreSQL, every process's: gm.store._events)
 
 
-@router.put("/stories/{story_id}/settings", responses=errors(401, 404, 422))
+@router.put("/stories/{story_id}/settings", responses=errors(401, 403, 404, 422))
 def change_settings(story_id: str, body: SettingsIn, app: ServiceDep, token: TokenDep) -> StoryPublic:
-    """Change the story's Dice setting."""
+    """Change the story's settings: its Dice setting, and at a shared table how rounds gather (docs/table.md)."""
     app.story(story_id, token)
-    app.game.store.update_settings(story_id, {"dice": body.dice})
+    changed = body.model_dump(exclude_none=True)
+    if changed.get("round_timer") == 0:
+        changed["round_timer"] = None
+    app.game.store.update_settings(story_id, changed)
     return _story(app, story_id)
 
 
-@router.post("/stories/{story_id}/messages", responses=errors(401, 404, 409, 422, 502))
+@router.post("/stories/{story_id}/messages", responses=errors(401, 403, 404, 409, 422, 502))
 async def send_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> PlayedOut:
-    """Play a round with what the player typed; the answer is the round, as in the transcript."""
-    await app.check_token(story_id, token)
-    return await _play(app, story_id, body.text, None)
+    """Play a round with what the player typed; the answer is the round, as in the transcript. A seat's message
+    in a together story is gathered: `round` null and `gathering` until every seat has acted (docs/table.md)."""
+    return await _play(app, story_id, body.text, None, await app.viewer(story_id, token))
 
 
-@router.post("/stories/{story_id}/regenerate", responses=errors(401, 404, 409, 502))
+@router.post("/stories/{story_id}/regenerate", responses=errors(401, 403, 404, 409, 502))
 async def regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> PlayedOut:
     """A new narration of the last round; its rolls are kept (409 before any round)."""
     await app.check_token(story_id, token)
     return await _play(app, story_id, "/regenerate", None)
 
 
-@router.post("/stories/{story_id}/faces", responses=errors(401, 404, 409, 422, 502))
+@router.post("/stories/{story_id}/faces", responses=errors(401, 403, 404, 409, 422, 502))
 async def send_faces(story_id: str, body: FacesIn, app: ServiceDep, token: TokenDep) -> PlayedOut:
     """The faces the player rolled at the table for the check its round waits on; the round then goes on
-    (400 with one sentence for faces that do not answer the question, which stands; 409 if none waits)."""
-    await app.check_token(story_id, token)
-    return played(await app.game.answer(story_id, body.faces), None)
+    (400 with one sentence for faces that do not answer the question, which stands; 409 if none waits).
+    At a shared table, only the seat of the character the check is for (or the owner) types its faces."""
+    viewer = await app.viewer(story_id, token)
+    await app.game.store.off_loop(whose_faces, app, story_id, viewer)
+    return await _answer(app, story_id, body.faces, None, viewer)
 
 
 @router.post(
     "/stories/{story_id}/faces/stream",
     response_class=EventStream,
-    responses={**EVENT_STREAM, **errors(401, 404, 409, 422)},
+    responses={**EVENT_STREAM, **errors(401, 403, 404, 409, 422)},
 )
 async def stream_faces(story_id: str, body: FacesIn, app: ServiceDep, token: TokenDep) -> EventStream:
     """The faces, with the rest of the round as server-sent events; faces that do not answer are a 400 before it."""
-    await app.check_token(story_id, token)
-    question = await app.game.store.off_loop(app.game.store.question, story_id)
+    viewer = await app.viewer(story_id, token)
+    question = await app.game.store.off_loop(whose_faces, app, story_id, viewer)
     if question is None:
         raise Conflict(NOTHING_WAITING)
     read_faces(body.faces, question)  # a wrong answer is a 400 before any stream starts
-    return _stream(app, story_id, lambda events: _answer(app, story_id, body.faces, events))
+    return _stream(app, story_id, lambda events: _answer(app, story_id, body.faces, events, viewer))
 
 
-@router.post("/stories/{story_id}/abandon", responses=errors(401, 404, 409))
+def whose_faces(app: Service, story_id: str, viewer: Viewer) -> QuestionPublic | None:
+    """The question a round waits on, if this viewer may answer it: a seat only its own character's check."""
+    question = app.game.store.question(story_id)
+    if question is not None and not viewer.is_owner and question.character != viewer.character:
+        raise Forbidden(f"the round waits for {question.character}'s dice; only that character's seat types them")
+    return question
+
+
+@router.post("/stories/{story_id}/abandon", responses=errors(401, 403, 404, 409))
 async def abandon(story_id: str, app: ServiceDep, token: TokenDep) -> AbandonedOut:
     """Drop the round waiting for the player's dice (409 if none waits); its rolls stay in the story."""
     await app.check_token(story_id, token)
-    return AbandonedOut(round=await app.game.abandon(story_id))
+    abandoned = await app.game.abandon(story_id)
+    await app.hub.publish(story_id, "abandoned", {"round": abandoned})
+    return AbandonedOut(round=abandoned)
 
 
 @router.post(
     "/stories/{story_id}/messages/stream",
     response_class=EventStream,
-    responses={**EVENT_STREAM, **errors(401, 404, 409, 422)},
+    responses={**EVENT_STREAM, **errors(401, 403, 404, 409, 422)},
 )
 async def stream_message(story_id: str, body: MessageIn, app: ServiceDep, token: TokenDep) -> EventStream:
     """The same round as server-sent events: working, roll, refusal, narration, then done or failed
     (409 before any stream for a story that has ended, or whose round waits for the player's dice)."""
-    await app.game.store.off_loop(streamable, app, story_id, token)
-    parse_or_refuse(body.text)  # bad commands are a 400 before any stream starts
-    return _stream(app, story_id, lambda events: _play(app, story_id, body.text, events))
+    viewer = await app.viewer(story_id, token)
+    await app.game.store.off_loop(streamable, app, story_id, token, False, viewer)
+    if viewer.is_owner:
+        parse_or_refuse(body.text)  # bad commands are a 400 before any stream starts
+    else:
+        parse_command(body.text)
+    return _stream(app, story_id, lambda events: _play(app, story_id, body.text, events, viewer))
 
 
 @router.post(
     "/stories/{story_id}/regenerate/stream",
     response_class=EventStream,
-    responses={**EVENT_STREAM, **errors(401, 404, 409)},
+    responses={**EVENT_STREAM, **errors(401, 403, 404, 409)},
 )
 async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> EventStream:
     """A new telling of the last round as server-sent events; 409 before any round, as without the stream."""
@@ -212,10 +246,12 @@ async def stream_regenerate(story_id: str, app: ServiceDep, token: TokenDep) -> 
     return _stream(app, story_id, lambda events: _play(app, story_id, "/regenerate", events))
 
 
-def streamable(app: Service, story_id: str, token: str | None, regenerating: bool = False) -> Story:
+def streamable(
+    app: Service, story_id: str, token: str | None, regenerating: bool = False, viewer: Viewer = OWNER
+) -> Story:
     """The story, if the token opens it and a round of it could start now (it reads the database: run it off
     the loop). What would stop a round at its start is a 409 before a stream starts, not a `failed` event in it."""
-    story = app.story(story_id, token)
+    story = app.story(story_id, token) if viewer.is_owner else app.game.store.story(story_id)
     if regenerating and story.rounds == 0:
         raise Conflict(NOTHING_TO_REGENERATE)
     refuse_if_ended(story)
@@ -235,20 +271,81 @@ def parse_or_refuse(text: str) -> Any:
     return command
 
 
-async def _play(app: Service, story_id: str, text: str, events: RoundEvents | None) -> PlayedOut:
+async def _play(
+    app: Service, story_id: str, text: str, events: RoundEvents | None, viewer: Viewer = OWNER
+) -> PlayedOut:
+    if not viewer.is_owner:  # a seat's message (gm.web._seated)
+        relay = Relay(app.hub, story_id, text, character=viewer.character)
+        told = both(events, relay)
+        try:
+            answer = await play_seated(app, story_id, text, told, viewer)
+        except Exception as error:
+            await _failed(relay, error)
+            raise
+        if isinstance(answer, GatheringOut):
+            gathering = answer.model_dump(mode="json")  # who acted and who has yet to: no action's words
+            if events is not None:
+                events("gathering", gathering)
+            relay.tell("gathering", gathering)
+            return await _relayed(relay, PlayedOut(round=None, gathering=answer))
+        return await _relayed(relay, played(answer, told))
     command = parse_or_refuse(text)
-    if isinstance(command, Simple):  # /regenerate
-        result = await app.game.regenerate(story_id, events=events)
-    elif isinstance(command, RollDice):
-        result = await app.game.play(story_id, command.text, player_roll=command.roll, events=events)
-    else:
-        assert isinstance(command, Say)
-        result = await app.game.play(story_id, command.text, events=events)
-    return played(result, events)
+    said = command.text if isinstance(command, Say | RollDice) else ""
+    relay = Relay(app.hub, story_id, said, regenerating=isinstance(command, Simple))
+    told = both(events, relay)
+    try:
+        if isinstance(command, Simple):  # /regenerate
+            result = await app.game.regenerate(story_id, events=told)
+        elif isinstance(command, RollDice):
+            result = await app.game.play(story_id, command.text, player_roll=command.roll, events=told)
+        else:
+            assert isinstance(command, Say)
+            result = await app.game.play(story_id, command.text, events=told)
+    except Exception as error:
+        await _failed(relay, error)
+        raise
+    return await _relayed(relay, played(result, told))
 
 
-async def _answer(app: Service, story_id: str, faces: str, events: RoundEvents | None) -> PlayedOut:
-    return played(await app.game.answer(story_id, faces, events=events), events)
+async def _answer(
+    app: Service, story_id: str, faces: str, events: RoundEvents | None, viewer: Viewer = OWNER
+) -> PlayedOut:
+    relay = Relay(app.hub, story_id, None)
+    told = both(events, relay)
+    try:
+        result = await app.game.answer(story_id, faces, events=told)
+    except Exception as error:
+        await _failed(relay, error)
+        raise
+    return await _relayed(relay, played(round_for(result, viewer), told))
+
+
+def both(events: RoundEvents | None, relay: Relay) -> RoundEvents:
+    """The round's events told to the player's own stream (if any) and to the other viewers (gm.web._live)."""
+    if events is None:
+        return relay
+
+    def tell(kind: str, data: dict[str, Any]) -> None:
+        events(kind, data)
+        relay(kind, data)
+
+    return tell
+
+
+async def _relayed(relay: Relay, answer: PlayedOut) -> PlayedOut:
+    """The round, told to the other viewers once its events before are written; then answered."""
+    if answer.round is not None:  # its number only: each viewer reads the round as it may see it (whispers)
+        relay.tell("round", {"number": answer.round.number, "regenerated": bool(answer.round.regenerated)})
+    await relay.settled()
+    return answer
+
+
+async def _failed(relay: Relay, error: BaseException) -> None:
+    """A round that started (its action was told) and failed: the other viewers drop it."""
+    if relay.started:
+        message = str(error) if isinstance(error, GmError) else "internal error; it has been logged"
+        relay.tell("failed", {"error": message})
+    await relay.settled()
 
 
 def played(result: RoundResult | RoundPaused, events: RoundEvents | None) -> PlayedOut:

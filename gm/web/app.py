@@ -21,14 +21,17 @@ from gm.engine.game import Game
 from gm.errors import GmError
 from gm.web import _pages as pages
 from gm.web._api_integrity import router as integrity_router
+from gm.web._api_live import router as live_router
 from gm.web._errors import answer_error, database_answer, error_body
 from gm.web._fast_messages import FastMessages
 from gm.web._limits import MAX_BODY_BYTES, MAX_CHAT_BYTES, BodyLimit, HostGuard
+from gm.web._live import StoryChanges
 from gm.web.api import router
 from gm.web.compat.routes import CHAT_PATH
 from gm.web.compat.routes import router as compat_router
 from gm.web.schemas import tidy_openapi
 from gm.web.service import Service
+from gm.web.table import router as table_router
 
 if TYPE_CHECKING:
     from gm.editor.sessions import Login
@@ -58,7 +61,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.service.hub.end_streams_on_exit()  # a stopping server ends its live streams (gm.web._live)
         yield
+        await app.state.service.hub.aclose()  # the live streams' listening connection (gm.web._live)
         await game.aclose()  # the models' connections, before the server's event loop ends
 
     # The API's description at /docs (Swagger UI), its script and styles served from this app (fastapi-offline
@@ -74,6 +79,8 @@ def create_app(
     app.state.service = Service(game, worlds_dir, api_token)
     app.include_router(router)
     app.include_router(integrity_router)
+    app.include_router(live_router)
+    app.include_router(table_router)
     app.include_router(pages.router)
     app.include_router(compat_router)
     app.add_exception_handler(GmError, answer_error)
@@ -82,6 +89,7 @@ def create_app(
     app.add_exception_handler(SQLAlchemyError, _database_error)
     app.add_exception_handler(Exception, _internal_error)
     app.openapi = lambda: app.openapi_schema or _described(app)  # type: ignore[method-assign]
+    app.add_middleware(StoryChanges, hub=app.state.service.hub)  # gm.web._live
     app.add_middleware(FastMessages, service=app.state.service)  # inside the two guards below (gm.web._fast_messages)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, wider={CHAT_PATH: MAX_CHAT_BYTES})
     app.add_middleware(HostGuard, hosts=api_hosts)  # added last, so it runs first

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from gm.engine.commands import MAX_LINE
 from gm.transcript.shapes import QuestionPublic, RoundPublic, StoryPublic
+from gm.transcript.table import SeatPublic
 
 
 class ErrorOut(BaseModel):
@@ -27,6 +28,7 @@ ERRORS: dict[int, str] = {
     400: "A bad request: a command or dice notation that cannot be played (or text holding a NUL), or a Host "
     "header this server does not answer to.",
     401: "The request needs a token (Authorization: Bearer ...), or the server's API token is wrong.",
+    403: "A seat's token asking for what only the story's owner may do, or for another seat's part.",
     404: "No such story for this token (an unknown story and a wrong token look the same), or no such world.",
     409: "Another round of this story is being played right now, there is no round to play again yet, a round "
     "waits for the player's dice (or none does, for faces and abandon), or (for a reveal) the story has no fair dice.",
@@ -83,7 +85,9 @@ EVENT_STREAM: dict[int | str, dict[str, Any]] = {
                     "type": "object",
                     "required": ["event", "data"],
                     "properties": {
-                        "event": {"enum": ["working", "roll", "refusal", "narration", "asking", "done", "failed"]},
+                        "event": {
+                            "enum": ["working", "roll", "refusal", "narration", "asking", "gathering", "done", "failed"]
+                        },
                         "data": {"type": "string", "contentMediaType": "application/json"},
                     },
                 }
@@ -137,9 +141,46 @@ class AbandonedOut(BaseModel):
 
 
 class SettingsIn(BaseModel):
-    """The story's settings a player can change."""
+    """The story's settings its owner can change (each left out stays as it is)."""
+
+    dice: Literal["shown", "hidden"] | None = None
+    rounds: Literal["free", "together"] | None = Field(
+        default=None, description="how a shared table's round gathers its actions (docs/table.md)"
+    )
+    combat: bool | None = Field(default=None, description="together rounds are ordered by rolled initiative")
+    round_timer: int | None = Field(
+        default=None, ge=0, le=86_400, description="seconds before a together round may be closed by any seat; 0: none"
+    )
+
+
+class SeatIn(BaseModel):
+    """A seat to invite a player to: one player character of the story's world."""
+
+    character: str = Field(min_length=1, max_length=200, description="a player character of the story's world")
+    name: str = Field(default="", max_length=200, description="a label for the person invited")
+
+
+class SeatSettingsIn(BaseModel):
+    """A seat's own settings."""
 
     dice: Literal["shown", "hidden"]
+
+
+class InvitedOut(BaseModel):
+    """A seat just made, with its secret token (shown this once; stored only as a hash) and the play page's link."""
+
+    seat: SeatPublic
+    token: str
+    invite: str
+
+
+class GatheringOut(BaseModel):
+    """A together round still gathering actions: who has acted, who it waits for, and when it may be closed."""
+
+    mode: Literal["free", "together"]
+    acted: list[str]
+    waiting_for: list[str]
+    deadline: str | None = None
 
 
 class WorldOut(BaseModel):
@@ -172,3 +213,6 @@ class PlayedOut(BaseModel):
 
     round: RoundOut | None
     asking: QuestionPublic | None = None
+    # A together round's action was taken, and the round waits for the others (docs/table.md); left out when null,
+    # so a story without seats answers exactly as before.
+    gathering: GatheringOut | None = Field(default=None, exclude_if=lambda value: value is None)

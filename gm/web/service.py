@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from gm._lru import LRU
+from gm._text import unstorable
 from gm.engine.game import Game
-from gm.errors import BrokenWorld, NotFound, ProblemsError, StoryNotFound, Unauthorized
+from gm.engine.table import OWNER, Viewer
+from gm.errors import BrokenWorld, Forbidden, NotFound, ProblemsError, StoryNotFound, Unauthorized
 from gm.store import Story
+from gm.web._live import Hub
 from gm.world.definition import DICE_FILE, WORLD_FILE, World
 from gm.world.loading import LoadedWorlds
 
@@ -44,6 +47,10 @@ class Service:
     # A story's token hash never changes, so a hash once read stays true until the story is deleted (`forget`).
     _tokens: LRU[str, str] = field(default_factory=lambda: LRU(CACHED_TOKENS), repr=False)
     _worlds: LoadedWorlds = field(default_factory=LoadedWorlds, repr=False)  # checked once per content, not per story
+    hub: Hub = field(init=False, repr=False)  # the live streams of this process's stories (gm.web._live)
+
+    def __post_init__(self) -> None:
+        self.hub = Hub(self.game.store)
 
     def world_names(self) -> list[str]:
         """The worlds: folders directly in the worlds folder, with a world.json, none reached through a symbolic
@@ -127,6 +134,8 @@ class Service:
             raise NotFound(f"there is no story '{story_id}' for this token") from None
         if story.token_hash is not None:
             self._tokens.put(story_id, story.token_hash)
+        if not _matches(story.token_hash, token) and self.game.store.seat_by_token(hash_token(token), story_id):
+            raise Forbidden(OWNER_ONLY)  # a seat of this story: it knows the story, and may not do this
         _opens(story.token_hash, story_id, token)
         return story
 
@@ -141,10 +150,33 @@ class Service:
         if token is None:
             raise Unauthorized(NEEDS_TOKEN)
         known = self._tokens.get(story_id)
-        if known is None:
-            await self.open_story(story_id, token)
-        else:
-            _opens(known, story_id, token)
+        if known is None or not _matches(known, token):
+            await self.open_story(story_id, token)  # reads the story, and tells a seat's token (403) from a wrong one
+
+    async def viewer(self, story_id: str, token: str | None) -> Viewer:
+        """Who the token is at this story's table (gm.engine.table): its owner (`OWNER`, without a database read for
+        a story seen before), or one of its live seats; `Unauthorized` without a token, `NotFound` for any other.
+
+        Seats are read from the database each time, so a revoked seat opens nothing, in every process, at once."""
+        if token is None:
+            raise Unauthorized(NEEDS_TOKEN)
+        known = self._tokens.get(story_id)
+        if known is not None and _matches(known, token):
+            return OWNER
+        return await self.game.store.off_loop(self._viewer, story_id, token)
+
+    def _viewer(self, story_id: str, token: str) -> Viewer:
+        store = self.game.store
+        seat = store.seat_by_token(hash_token(token), story_id) if not unstorable(story_id) else None
+        if seat is None:
+            self.story(story_id, token)  # the owner's token of a story not seen before, or NotFound
+            return OWNER
+        seated = frozenset(other.character for other in store.seats(story_id, live=True))
+        return Viewer(seat.id, seat.character, seated, seat.dice)
+
+    def seated(self, story_id: str) -> frozenset[str]:
+        """The characters with a live seat at the story's table (reads the database)."""
+        return frozenset(seat.character for seat in self.game.store.seats(story_id, live=True))
 
 
 NEEDS_TOKEN = "this story needs its token (Authorization: Bearer ...)"
@@ -158,6 +190,13 @@ def inside(root: Path, folder: Path) -> bool:
     if resolved.parent != root:
         return False
     return all((folder / name).resolve().is_relative_to(resolved) for name in WORLD_FILES if (folder / name).exists())
+
+
+OWNER_ONLY = "only the story's owner may do this; a seat's token plays its own character"
+
+
+def _matches(token_hash: str | None, token: str) -> bool:
+    return token_hash is not None and hmac.compare_digest(token_hash, hash_token(token))
 
 
 def _opens(token_hash: str | None, story_id: str, token: str) -> None:

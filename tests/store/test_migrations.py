@@ -23,7 +23,7 @@ from sqlmodel import SQLModel
 from gm.store import Store, Story, make_engine
 from gm.store.migrations import FOLDER, INITIAL, config, upgrade
 
-HEAD = "sheets"
+HEAD = "live"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 COLUMNS_OF_TABLE_DICE = [
@@ -31,6 +31,12 @@ COLUMNS_OF_TABLE_DICE = [
     ("rolls", "salt"),
     ("stories", "ended_at"),
 ]  # added by the table_dice revision, with the paused_rounds table
+COLUMNS_OF_SEATS = [
+    ("stories", "messages"),
+    ("stories", "messages_head"),
+    ("rounds", "actions"),
+    ("rounds", "whispers"),
+]  # added by the seats revision, with the seats and table_messages tables
 
 COLUMNS_OF_SHEETS = [
     ("stories", "sheet"),
@@ -90,6 +96,8 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "seats",
+        "sheets",
         "growth_indexes",
         "round_indexes",
         "table_dice",
@@ -157,13 +165,16 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
     plus stories.token_hash once the story API came (one commit made that column with create_all)."""
     SQLModel.metadata.create_all(engine)
     with engine.begin() as connection:
+        connection.execute(text("DROP TABLE table_messages"))
+        connection.execute(text("DROP TABLE seats"))
         connection.execute(text("DROP TABLE paused_rounds"))
         connection.execute(text("DROP TABLE reveals"))
+        connection.execute(text("DROP TABLE story_events"))  # added by the live revision
         connection.execute(text("DROP TABLE sheet_changes"))
         for index in INDEXES_OF_ROUND_INDEXES + INDEXES_OF_GROWTH_INDEXES:  # create_all makes today's indexes too
             connection.execute(text(f"DROP INDEX {index}"))
         added_since = COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE + COLUMNS_OF_SHEETS
-        for table, column in added_since:  # create_all makes today's
+        for table, column in added_since + COLUMNS_OF_SEATS:  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
         if made_by == "before the story API":
@@ -332,4 +343,27 @@ def test_the_sheets_revision_goes_down_and_up_again(database_url: str, engine: E
     assert "sheet_changes" in schema.get_table_names()
     assert {"sheet", "sheet_length", "sheet_head"} <= {column["name"] for column in schema.get_columns("stories")}
     assert store.story("old").sheet is None and store.story("old").sheet_length == 0
+
+
+def test_the_live_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to seats there is no story_events table; up again it is there, and empty."""
+    down_to(engine, "seats")
+    assert "story_events" not in inspect(engine).get_table_names()
+    store = up_again(database_url)
+    assert "story_events" in inspect(store.engine).get_table_names()
+    assert store.newest_event("no-such-story") == 0
+    store.engine.dispose()
+
+
+def test_the_seats_revision_goes_down_and_up_again(database_url: str, engine: Engine) -> None:
+    """Down to sheets the seats, the table's messages and the new columns are gone; up again they are back."""
+    down_to(engine, "sheets")
+    tables = inspect(engine).get_table_names()
+    assert "seats" not in tables and "table_messages" not in tables
+    assert "actions" not in [column["name"] for column in inspect(engine).get_columns("rounds")]
+    store = up_again(database_url)
+    tables = inspect(store.engine).get_table_names()
+    assert "seats" in tables and "table_messages" in tables
+    assert {"messages", "messages_head"} <= {column["name"] for column in inspect(store.engine).get_columns("stories")}
+    assert index_columns(store.engine, "seats")["ix_seats_token_hash"] == ["token_hash"]
     store.engine.dispose()

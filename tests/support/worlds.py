@@ -123,3 +123,47 @@ SHEET_DICE: dict[str, Any] = {
         }
     ]
 }
+
+# A shared table (gm.engine.table): the harbour job with two player characters, an initiative check and a secret one.
+TABLE_WORLD: dict[str, Any] = {
+    **HARBOR_WORLD,
+    "characters": [
+        *HARBOR_WORLD["characters"][:1],
+        {
+            "name": "Odile",
+            "role": "player",
+            "description": "A forger, neat as a ledger.",
+            "variables": {"skill": 1},
+        },
+        *HARBOR_WORLD["characters"][1:],
+    ],
+}
+TABLE_DICE: dict[str, Any] = {
+    "checks": [
+        *HARBOR_DICE["checks"],
+        {
+            "key": "initiative",
+            "name": "Initiative",
+            "use": "Who acts first in a fight.",
+            "dice": "1d20",
+            "modifier": "skill",
+            "bands": [{"label": "Ready", "result": "succeeded"}],
+        },
+        {
+            "key": "sense",
+            "name": "Sense a lie",
+            "use": "Whether a character reads a lie; the player does not see the dice.",
+            "dice": "1d20",
+            "secret": True,
+            "bands": [
+                {"label": "Fooled", "max": 10, "result": "failed"},
+                {"label": "Sees through it", "min": 11, "result": "succeeded"},
+            ],
+        },
+    ]
+}
+
+
+def write_table_world(folder: Path) -> Path:
+    """The shared table's world folder."""
+    return write_world(folder, TABLE_WORLD, TABLE_DICE)

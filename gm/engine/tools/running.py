@@ -25,12 +25,13 @@ from typing import Any, Literal, Protocol, cast
 
 from gm import dice
 from gm.dice.result import Roll, sum_line
-from gm.engine._earlier_rolls import EARLIER_FACT, EARLIER_NOTE, EarlierRolls
+from gm.engine._earlier_rolls import EARLIER_FACT, EARLIER_NOTE, INITIATIVE_REASON, EarlierRolls
 from gm.engine._sheets import RoundSheet, band_effects, earlier_against
 from gm.engine.prompt import CheckFact, check_fact_text
-from gm.engine.referee import Outcome, Refusal, Result, RollKind, RoundRoll, referee
+from gm.engine.referee import Outcome, Refusal, Result, RollKind, RoundRoll, acting_refusals, referee
 from gm.engine.tools.offered import argument_checks, read_arguments
 from gm.engine.tools.tabletop import against_of, edge_asked, opponent_of
+from gm.engine.tools.whisper import WHISPER, whisper
 from gm.engine.typed_dice import FacesNeeded, question_for
 from gm.errors import CharacterCannotRoll, CheckRollError, ModelRetry
 from gm.models.completion import strip_reasoning
@@ -105,6 +106,11 @@ class RoundTools:
     typed_faces: list[int] | None = None  # the faces the player typed for the check the round paused at
     bound: set[int] = field(default_factory=set)  # failed attempts' check rolls in play, not yet asked for again
     sheet: RoundSheet | None = None  # the characters' sheets as this attempt changes them (gm.engine._sheets)
+    # A shared table (gm.engine.table): the characters with a live seat (the game master may whisper to them), the
+    # characters of a together round who must each get an outcome, and the whispers of this attempt.
+    seated: frozenset[str] = frozenset()
+    acting: tuple[str, ...] = ()
+    whispers: list[dict[str, Any]] = field(default_factory=list)
 
     def next_message(self) -> None:
         """A new message of the model's begins: it has now read the result of every roll so far."""
@@ -112,6 +118,8 @@ class RoundTools:
 
     def call(self, name: str, raw_arguments: Any) -> ToolReply:
         """Run one tool call; anything wrong with what the model sent raises `ModelRetry`, nothing else."""
+        if name == WHISPER and self.seated:
+            return ToolReply(whisper(self.seated, self.whispers, raw_arguments))
         checks = argument_checks(self.world)
         if name not in checks:
             raise ModelRetry(f"there is no tool {shown(name)}; the tools are {', '.join(checks)}")
@@ -263,18 +271,27 @@ class RoundTools:
         self.clock = advance(before, arguments)
         return ToolReply({"now": calendar.text(self.clock), "passed": duration_text(self.clock - before)})
 
-    def roll_for_player(self, expression: dice.Expression, purpose: str) -> str:
+    def roll_for_player(self, expression: dice.Expression, purpose: str, character: str | None = None) -> str:
         """Roll a player's own dice (`/roll`), write the roll, and return it as a fact for the game master.
 
+        The roll is `character`'s (a seat's), else the world's first player character's.
         The same `/roll` sent again after a failed attempt at this round is not rolled again: its earlier roll stands.
         """
-        player = self.world.players[0].name
+        player = character or self.world.players[0].name
         if (again := self.retried.player(expression.text, purpose, player)) is not None:
             self.rolls.append(again)
             return player_fact(again) + EARLIER_FACT
         result = dice.roll(expression, dice.for_one_roll(self.source))
         record = self._write("player", result, purpose, character=player)
         return player_fact(record)
+
+    def roll_initiative(self, expression: dice.Expression, character: str) -> RollRecord:
+        """Roll one character's initiative (gm.engine.table) as plain dice, once per round: a retry gets it back."""
+        if (again := self.retried.initiative(character)) is not None:
+            self.rolls.append(again)
+            return again
+        result = dice.roll(expression, dice.for_one_roll(self.source))
+        return self._write("dice", result, INITIATIVE_REASON, character=character)
 
     def _write(self, kind: Literal["check", "dice", "player"], rolled: Roll, reason: str, **fields: Any) -> RollRecord:
         """Write one roll of this attempt at once (it is durable before the model hears of it), and keep it."""
@@ -337,7 +354,7 @@ class RoundTools:
         """The referee's refusals of a proposed ending, given the round's rolls as the model had read them."""
         facts = [round_roll(record, record.id in self.told) for record in self.rolls]
         names = [character.name for character in self.world.characters]
-        return referee(facts, ending.outcomes, ending.text, names)
+        return referee(facts, ending.outcomes, ending.text, names) + acting_refusals(self.acting, ending.outcomes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
 import secrets
@@ -25,10 +26,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from gm.errors import BrokenWorld, CompatError, GmError, NotFound
+from gm.store import SeatRecord
 from gm.web._errors import openai_error, status_for
 from gm.web.api import ServiceDep, TokenDep
 from gm.web.compat._body import read_chat
 from gm.web.compat._play import ChatPlay, Prepared
+from gm.web.compat._seat import seat_answer, seat_stream
 from gm.web.compat.messages import (
     CONNECTED,
     is_connection_check,
@@ -36,6 +39,7 @@ from gm.web.compat.messages import (
     parse_model,
     read_request,
 )
+from gm.web.service import Service, hash_token, wire_bytes
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", include_in_schema=False)
@@ -75,8 +79,16 @@ def _model(name: str) -> dict[str, Any]:
 async def chat_completions(request: Request, app: ServiceDep, token: TokenDep) -> dict[str, Any] | StreamingResponse:
     """Play the chat's last user message as a round of the chat's story (or a command), and answer as a model.
 
-    The API token is checked before the body is parsed, and the body is parsed and read in a worker thread
-    (`gm.web.compat._body`): a big chat's history must not hold up the server's other requests."""
+    The API token (or a seat's token, which plays the message as that seat's: gm.web.compat._seat) is checked
+    before the body is parsed, and the body is parsed and read in a worker thread (`gm.web.compat._body`): a big
+    chat's history must not hold up the server's other requests."""
+    seat = await _seat_of(app, token)
+    if seat is not None:
+        body = await asyncio.to_thread(read_chat, await request.body())
+        if body.stream:
+            stream = seat_stream(app, seat, body.messages, body.model)
+            return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return _completion(body.model, await seat_answer(app, seat, body.messages), "")
     app.check_api_token(token)
     body = await asyncio.to_thread(read_chat, await request.body())
     if body.n not in (None, 1):
@@ -99,6 +111,13 @@ async def chat_completions(request: Request, app: ServiceDep, token: TokenDep) -
         )
     answer = await _unless_gone(request, play.run(target))
     return _completion(body.model, answer, play.chat.player_text)
+
+
+async def _seat_of(app: Service, token: str | None) -> SeatRecord | None:
+    """The live seat whose token is the request's API key; None for any other key (the server's API token too)."""
+    if token is None or (app.api_token is not None and hmac.compare_digest(wire_bytes(token), app.api_token.encode())):
+        return None
+    return await app.game.store.off_loop(app.game.store.seat_by_token, hash_token(token))
 
 
 def chat_hint(headers: Mapping[str, str]) -> str | None:

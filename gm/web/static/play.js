@@ -2,6 +2,7 @@
 // Narration and player text are untrusted: every piece of data goes into the page with textContent.
 
 import { request, saveStory, say, sentence, storyToken } from "./common.js";
+import { events, follow } from "./live.js";
 
 const page = document.getElementById("play");
 const storyId = page.dataset.story;
@@ -34,6 +35,9 @@ let live = null; // the round being played: {round, replaces, base}
 let busy = false;
 let asking = null; // the question of a round paused for the player's dice (dice rolled at the table), or null
 let paused = null; // that round as drawn so far in this page (its player text and rolls), or null
+let watched = null; // a round another viewer is playing, as its live events draw it, or null
+let loaded = false; // the story has been read once (events before that only mark it stale)
+let stale = false; // an event came while the story was being read: read it again
 const openCards = new Set(); // ids of the rolls whose card the player opened
 
 // ---- dice cards: the same words as gm.engine.transcript's card() and opened() ----
@@ -174,13 +178,15 @@ async function showSheets(changes = []) {
 }
 
 function shownRounds() {
-  if (!live) return rounds;
+  const others = watched ? [watched] : [];
+  if (!live) return [...rounds, ...others];
   return live.replaces ? [...rounds.slice(0, -1), live.round] : [...rounds, live.round];
 }
 
 function draw() {
   const shown = shownRounds();
-  list.replaceChildren(...shown.map((round, at) => roundElement(round, live !== null && at === shown.length - 1)));
+  const pending = live !== null || watched !== null;
+  list.replaceChildren(...shown.map((round, at) => roundElement(round, pending && at === shown.length - 1)));
   emptyNote.hidden = shown.length > 0;
   regenerateButton.disabled = busy || rounds.length === 0;
 }
@@ -241,46 +247,6 @@ function api(path, options = {}) {
   return request(path, { ...options, headers });
 }
 
-/** The server-sent events of a streamed answer, as {kind, data} with data parsed from JSON. */
-async function* events(response) {
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let cut;
-    while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
-      const event = parseEvent(block);
-      if (event) yield event;
-    }
-  }
-  const event = parseEvent(buffer);
-  if (event) yield event;
-}
-
-function parseEvent(block) {
-  let kind = "message";
-  const data = [];
-  for (const line of block.split(/\r?\n/)) {
-    if (!line || line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "event") kind = value;
-    else if (field === "data") data.push(value);
-  }
-  if (!data.length) return null;
-  try {
-    return { kind, data: JSON.parse(data.join("\n")) };
-  } catch {
-    return null;
-  }
-}
-
 /** Play a round (or play the last one again) through a streaming endpoint; true if it was accepted. */
 async function play(path, body, round, replaces) {
   const options = { method: "POST" };
@@ -330,7 +296,8 @@ async function playAnswered(response, round, replaces = false) {
           paused = null;
           ask(null);
           const accepted = data.round;
-          rounds = replaces ? [...rounds.slice(0, -1), accepted] : [...rounds, accepted];
+          const others = rounds.filter((kept) => kept.number !== accepted.number); // read meanwhile, perhaps
+          rounds = replaces ? [...rounds.slice(0, -1), accepted] : [...others, accepted];
           if (accepted.time) showTime(accepted.time); // the newest round ended when the story now stands
           live = null;
           drawLast(false);
@@ -354,6 +321,10 @@ async function playAnswered(response, round, replaces = false) {
   say(status, "");
   say(errorLine, failure);
   setBusy(false);
+  if (readAfter) {
+    readAfter = false;
+    reread();
+  }
   return ended;
 }
 
@@ -435,20 +406,12 @@ function takeToken() {
   return storyToken(storyId);
 }
 
-async function load() {
-  token = takeToken();
-  if (!token) {
-    say(
-      errorLine,
-      "This story cannot be opened here: its key is in the link given when it started (after #token=). " +
-        "Start a story from the start page.",
-    );
-    return;
-  }
+/** Read the story as this viewer may see it, and draw it. */
+async function read() {
   const answer = await api(base);
   if (!answer.ok) {
     say(errorLine, `This story cannot be opened: ${await sentence(answer)}`);
-    return;
+    return false;
   }
   const data = await answer.json();
   titleLine.textContent = data.story.title;
@@ -459,12 +422,86 @@ async function load() {
   showFairness(data.story, data.integrity);
   showTime(data.story.time);
   markDice();
-  ask(data.story.asking || null);
+  if (!busy) ask(data.story.asking || null);
+  draw();
+  await showSheets(rounds.length ? rounds[rounds.length - 1].changes || [] : []);
+  return true;
+}
+
+/** Read the story again (another viewer's round ended, a seat joined...), or note it for after the read under way. */
+async function reread() {
+  if (!loaded) {
+    stale = true;
+    return;
+  }
+  await read();
+}
+
+const GATHERING_WORDS = (data) =>
+  data.waiting_for && data.waiting_for.length ? `Waiting for ${data.waiting_for.join(", ")} to act.` : "";
+
+/** One event of the story's live stream (gm.web._api_live): what other viewers are doing, as it happens. */
+function onEvent({ kind, data }) {
+  if (kind === "ready") {
+    page.dataset.live = "true";
+    if (readyNow) readyNow();
+    return;
+  }
+  if (busy && (kind === "action" || kind === "roll" || kind === "asking")) return; // this page's own round
+  if (kind === "action") {
+    const who = data.character ? `${data.character}: ` : "";
+    watched = { player_text: `${who}${data.player_text || ""}`, narration: "", rolls: [] };
+    say(status, THINKING);
+    draw();
+  } else if (kind === "roll" && watched) {
+    watched.rolls = [...watched.rolls.filter((kept) => kept.id !== data.id), data];
+    draw();
+  } else if (kind === "gathering") {
+    say(status, GATHERING_WORDS(data));
+    if (data.deadline) setTimeout(reread, Math.max(0, Date.parse(data.deadline) - Date.now()) + 1000);
+  } else if (kind === "gone" || kind === "revoked") {
+    say(errorLine, kind === "gone" ? "This story was deleted." : "This key opens the story no more.");
+    input.disabled = true;
+    sendButton.disabled = true;
+  } else if (busy) {
+    readAfter = true; // this page's own round is under way: read the story once it is done
+  } else {
+    // round, failed, abandoned, asking, ended, changed, reset: read the story as this viewer may see it
+    if (kind !== "asking") {
+      watched = null;
+      if (!busy) say(status, "");
+    }
+    reread();
+  }
+}
+
+let readyNow = null;
+let readAfter = false;
+
+async function load() {
+  token = takeToken();
+  if (!token) {
+    say(
+      errorLine,
+      "This story cannot be opened here: its key is in the link given when it started (after #token=). " +
+        "Start a story from the start page.",
+    );
+    return;
+  }
+  if (!(await read())) return; // a story this token does not open: one refusal, and no stream
+  // Then the live stream; once it is ready, the story is read again, so nothing between the two is missed.
+  const ready = new Promise((done) => (readyNow = done));
+  follow(`${base}/events`, token, onEvent);
+  await Promise.race([ready, new Promise((done) => setTimeout(done, 3000))]);
+  await read();
+  loaded = true;
+  while (stale) {
+    stale = false;
+    await read();
+  }
   diceSetting.disabled = false;
   input.disabled = false;
   setBusy(false);
-  draw();
-  await showSheets(rounds.length ? rounds[rounds.length - 1].changes || [] : []);
   page.dataset.ready = "true";
   if (rounds.length) form.scrollIntoView({ block: "end" });
   input.focus();

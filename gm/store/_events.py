@@ -1,0 +1,178 @@
+"""A story's events, for the pages watching it live: written in order, kept for a while, and announced.
+
+When something happens in a story that another viewer should see at once (a player's action arrives,
+a roll is made, a round is accepted or fails, a round waits for dice), the web layer writes an event
+here (`publish_event`); the pages watching the story read the events after the last one they have
+(`events_after`). Each event has the story's next `seq`, taken as MAX + 1 under the unique (story_id,
+seq) index; on PostgreSQL the publishers of one story take turns on a transaction-scoped advisory lock
+(so they never collide at the index), and on SQLite, whose writers take turns anyway, a writer that
+finds another was first tries again. So a story's events commit in the
+order of their numbers, and a reader that has seen event N has seen every event before it.
+
+On PostgreSQL the transaction also sends `NOTIFY gm_story_events, '<story> <seq>'`, delivered at commit
+to every process listening on the database (`notifications`): each `gm serve` process wakes the
+streams of that story it serves, whichever process wrote the event. On SQLite nothing is announced
+across processes: the process that writes an event wakes its own streams (gm.web._live), which is
+enough for SQLite's one serving process.
+
+Kept: the newest `KEEP_EVENTS` of each story, older ones deleted as new ones come (every
+`PRUNE_EVERY`th). A stream resumed from an event no longer kept is told to read the story again
+(`EventsRead.missed`). Events are deleted with their story.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, func, insert, select, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from gm._text import unstorable
+from gm.store._base import Tables, table_of
+from gm.store.records import Story, StoryEvent
+
+log = logging.getLogger(__name__)
+
+OWNER_AUDIENCE = "owner"  # the story's own token in an event's audience (a seat is named by its id)
+EVENTS_CHANNEL = "gm_story_events"  # the PostgreSQL channel every gm serve process listens on
+KEEP_EVENTS = 1000  # a story's newest events kept for streams that resume (Last-Event-ID)
+PRUNE_EVERY = 100  # events are pruned when a story's seq reaches a multiple of this
+READ_AT_MOST = 200  # events read for one stream at once; the rest come on the next read
+TRIES = 50  # times a publish takes the next seq again after another process took the same one
+
+EVENTS = table_of(StoryEvent)
+STORIES = table_of(Story)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+_TURN = text("SELECT pg_advisory_xact_lock(hashtext(:story))")
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEvent:
+    """One event as a stream sends it: its place in the story, its kind, who may see it, and what it says."""
+
+    seq: int
+    kind: str
+    audience: list[str] | None
+    data: dict[str, Any]
+
+    def seen_by(self, audience: str) -> bool:
+        """Whether a viewer may see it: `audience` is its seat's id, or `OWNER_AUDIENCE` for the story's own token."""
+        return self.audience is None or audience in self.audience
+
+
+@dataclass(frozen=True, slots=True)
+class EventsRead:
+    """What a stream reads at once: the events after its last, the story's newest seq, and whether the story
+    still exists (and its token hash, so the stream checks its viewer may still read it)."""
+
+    events: list[LiveEvent]
+    newest: int
+    missed: bool  # events after the last one seen are no longer kept: the viewer must read the story again
+    exists: bool
+    token_hash: str | None
+
+
+class EventTables(Tables):
+    """The events of each story, in order."""
+
+    def publish_event(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None = None) -> int:
+        """Write the story's next event and announce it (PostgreSQL); its seq, or 0 if the story is gone."""
+        postgres = self.engine.dialect.name == "postgresql"
+        for _ in range(TRIES):
+            try:
+                with self.transaction() as connection:
+                    if postgres:  # publishers of one story take turns (the lock goes with the transaction)
+                        connection.execute(_TURN, {"story": story_id})
+                    newest = connection.execute(_NEWEST, {"story": story_id}).scalar_one()
+                    seq = int(newest) + 1
+                    connection.execute(
+                        insert(EVENTS),
+                        {
+                            "story_id": story_id,
+                            "seq": seq,
+                            "kind": kind,
+                            "audience": audience,
+                            "data": data,
+                            "created_at": now(),
+                        },
+                    )
+                    if seq > KEEP_EVENTS and seq % PRUNE_EVERY == 0:
+                        connection.execute(
+                            delete(EVENTS).where(EVENTS.c.story_id == story_id, EVENTS.c.seq <= seq - KEEP_EVENTS)
+                        )
+                    if postgres:
+                        connection.execute(_NOTIFY, {"channel": EVENTS_CHANNEL, "payload": f"{story_id} {seq}"})
+                return seq
+            except IntegrityError:
+                if not self._story_exists(story_id):
+                    return 0  # deleted meanwhile: nobody is left to tell
+            except OperationalError:  # SQLite: another connection wrote first (gm serve writes from one thread)
+                time.sleep(0.01)
+        raise RuntimeError(f"story {story_id}: no event number was free after {TRIES} tries")
+
+    def events_after(self, story_id: str, after: int) -> EventsRead:
+        """The story's events after seq `after` (at most `READ_AT_MOST`), oldest first, with the story's state."""
+        if unstorable(story_id):
+            return EventsRead([], 0, False, False, None)
+        with self.reading() as connection:
+            story = connection.execute(_TOKEN, {"story": story_id}).first()
+            if story is None:
+                return EventsRead([], 0, False, False, None)
+            rows = connection.execute(_AFTER, {"story": story_id, "after": after}).all()
+            bounds = connection.execute(_BOUNDS, {"story": story_id}).first()
+        oldest, newest = (int(bounds[0] or 0), int(bounds[1] or 0)) if bounds is not None else (0, 0)
+        events = [LiveEvent(row.seq, row.kind, row.audience, row.data) for row in rows]
+        missed = after > newest or (oldest > 0 and after < oldest - 1)
+        return EventsRead(events, newest, missed, True, story[0])
+
+    def newest_event(self, story_id: str) -> int:
+        """The seq of the story's newest event, 0 before any."""
+        with self.reading() as connection:
+            return int(connection.execute(_NEWEST, {"story": story_id}).scalar_one())
+
+    def _story_exists(self, story_id: str) -> bool:
+        with self.reading() as connection:
+            return connection.execute(_TOKEN, {"story": story_id}).first() is not None
+
+
+_NEWEST = select(func.coalesce(func.max(EVENTS.c.seq), 0)).where(EVENTS.c.story_id == bindparam("story"))
+_TOKEN = select(STORIES.c.token_hash).where(STORIES.c.id == bindparam("story"))
+_AFTER = (
+    select(EVENTS.c.seq, EVENTS.c.kind, EVENTS.c.audience, EVENTS.c.data)
+    .where(EVENTS.c.story_id == bindparam("story"), EVENTS.c.seq > bindparam("after"))
+    .order_by(EVENTS.c.seq)
+    .limit(READ_AT_MOST)
+)
+_BOUNDS = select(func.min(EVENTS.c.seq), func.max(EVENTS.c.seq)).where(EVENTS.c.story_id == bindparam("story"))
+
+
+def listen_url(engine: Engine) -> str:
+    """The libpq address of `engine`'s PostgreSQL database, for a listening connection of its own."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def notifications(url: str) -> AsyncIterator[tuple[str, int]]:
+    """The (story, seq) of every event any process announces on the database at `url`, as they commit.
+
+    One connection, in autocommit, listening on `EVENTS_CHANNEL`; it ends (with the connection's error) when
+    the connection does, and the caller listens again (gm.web._live)."""
+    import psycopg  # the postgres extra: imported only where PostgreSQL is used
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+        await connection.execute(f"LISTEN {EVENTS_CHANNEL}")
+        async for note in connection.notifies():
+            story, _, seq = note.payload.partition(" ")
+            if seq.isdigit():
+                yield story, int(seq)

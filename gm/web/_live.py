@@ -1,0 +1,258 @@
+"""Live stories: what a `gm serve` process does so that every page watching a story sees its rounds as they happen.
+
+Publishing. Whatever a viewer should see at once is written as a story event (gm.store._events):
+a player's action arriving (`action`), each roll as it is made (`roll`, never a sealed secret roll's
+card), a round waiting for dice (`asking`), the accepted round (`round`), a round that failed or was
+abandoned (`failed`, `abandoned`), the story's end (`ended`). The routes hand a round's events to a
+`Relay`, which writes them in the order they happened, one after the other, off the event loop.
+
+Delivering. Each process keeps, per story, the streams it serves (`Hub.watching`), each with an
+`asyncio.Event` to wake it. On PostgreSQL one connection per process LISTENs to the events' channel,
+opened with the first stream and kept open: every event any process writes wakes that story's
+streams here, which then read the events after their last one from the database. On SQLite the
+process that writes an event wakes its own streams; SQLite is served by one process, so that is every
+stream there is. A stream also reads every `HEARTBEAT_SECONDS` as it sends its keep-alive, so an
+announcement lost with a broken listening connection delays an event by that much at most (and the
+listener, once connected again, wakes every stream at once).
+
+Bounds. At most `MAX_VIEWERS` streams of one story in one process (`TooManyViewers`, a 409, beyond):
+a table is a handful of players, and each stream costs a read per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gm.errors import TooManyViewers
+from gm.store import Store, listen_url, notifications
+
+log = logging.getLogger(__name__)
+
+MAX_VIEWERS = 64  # streams of one story one process serves at once
+HEARTBEAT_SECONDS = 15.0  # a stream's keep-alive, and its read of the database if nothing woke it
+RETRY_SECONDS = (0.5, 10.0)  # the listener's first and longest wait before listening again after a broken connection
+
+# What of a round's events (gm.engine.results.RoundEvents) other viewers are told, under which kind.
+RELAYED = {"roll": "roll", "asking": "asking"}
+
+
+@dataclass
+class Hub:
+    """The streams of each story this process serves, and the listening connection that wakes them."""
+
+    store: Store
+    _watching: dict[str, set[asyncio.Event]] = field(default_factory=dict)
+    _listener: asyncio.Task[None] | None = None
+    closing: bool = False  # the server is stopping: every stream ends, and its page reconnects (to a server up)
+
+    @property
+    def announced(self) -> bool:
+        """Whether events reach every process through the database (PostgreSQL), not only this one."""
+        return self.store.engine.dialect.name == "postgresql"
+
+    def admit(self, story_id: str) -> None:
+        """Refuse, before any stream starts, one stream too many for the story (`TooManyViewers`)."""
+        if len(self._watching.get(story_id, ())) >= MAX_VIEWERS:
+            raise TooManyViewers(
+                f"this story already has {MAX_VIEWERS} live streams on this server; close one and try again"
+            )
+
+    @contextmanager
+    def watching(self, story_id: str) -> Iterator[asyncio.Event]:
+        """A stream of the story, for as long as the block runs: the event is set whenever the story has news."""
+        self.admit(story_id)
+        self._listen()
+        woken = asyncio.Event()
+        self._watching.setdefault(story_id, set()).add(woken)
+        try:
+            yield woken
+        finally:
+            streams = self._watching.get(story_id)
+            if streams is not None:
+                streams.discard(woken)
+                if not streams:
+                    del self._watching[story_id]
+
+    def viewers(self, story_id: str) -> int:
+        return len(self._watching.get(story_id, ()))
+
+    def wake(self, story_id: str) -> None:
+        for woken in self._watching.get(story_id, ()):
+            woken.set()
+
+    def wake_all(self) -> None:
+        for streams in self._watching.values():
+            for woken in streams:
+                woken.set()
+
+    def close_all(self) -> None:
+        """End every stream (the server is stopping: it waits for open responses to end before it stops)."""
+        self.closing = True
+        self.wake_all()
+
+    def end_streams_on_exit(self) -> None:
+        """Have the signals that stop the server (SIGINT, SIGTERM) end every stream first, in the loop's thread.
+
+        uvicorn's handlers set its `should_exit`, then it waits for every open response to end: a stream
+        would hold a stopping server until its viewer left. Called in the server's loop as it starts (the
+        app's lifespan); where that is not the main thread (a server in a test's thread), nothing is done."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            before = signal.getsignal(number)
+
+            def ending(signum: int, frame: Any, before: Any = before) -> None:
+                loop.call_soon_threadsafe(self.close_all)
+                if callable(before):
+                    before(signum, frame)
+
+            signal.signal(number, ending)
+
+    async def publish(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None = None) -> int:
+        """Write the story's next event and wake its streams (here; on PostgreSQL, in every process)."""
+        seq = await self.store.off_loop(self.store.publish_event, story_id, kind, data, audience, durable=False)
+        if not self.announced:
+            self.wake(story_id)  # on PostgreSQL the announcement comes back to this process as to the others
+        return seq
+
+    def _listen(self) -> None:
+        if self.announced and (self._listener is None or self._listener.done()):
+            self._listener = asyncio.get_running_loop().create_task(self._keep_listening())
+
+    async def _keep_listening(self) -> None:
+        url = listen_url(self.store.engine)
+        wait = RETRY_SECONDS[0]
+        while True:
+            try:
+                async for story_id, _seq in notifications(url):
+                    if story_id:
+                        self.wake(story_id)
+                    else:  # listening (again): whatever was announced before, every stream reads now
+                        wait = RETRY_SECONDS[0]
+                        self.wake_all()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the connection broke: listen again, and meanwhile streams read by heartbeat
+                log.warning("listening for story events failed (%s); listening again in %.1f s", error, wait)
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, RETRY_SECONDS[1])
+
+    async def aclose(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await self._listener
+            self._listener = None
+
+
+class Relay:
+    """A round's events for the other viewers, written in the order they happen (`RoundEvents`-compatible).
+
+    The engine tells its events from the event loop and from its database thread alike; each is queued
+    here on the loop and written after the one before. `settled` waits until all are written."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        story_id: str,
+        player_text: str | None,
+        *,
+        regenerating: bool = False,
+        character: str | None = None,
+    ) -> None:
+        self.hub, self.story_id = hub, story_id
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.action: dict[str, Any] | None = (
+            {"player_text": player_text, "character": character, "regenerating": regenerating}
+            if player_text is not None
+            else None
+        )
+        self._queue: list[tuple[str, dict[str, Any]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the round's action was told (the round started), or it had none to tell (it went on)."""
+        return self.action is None
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if threading.get_ident() == self.loop_thread:
+            self._take(kind, data)
+        else:
+            self.loop.call_soon_threadsafe(self._take, kind, data)
+
+    def tell(self, kind: str, data: dict[str, Any]) -> None:
+        """An event of the relay's own kinds (`round`, `failed`, ...), after those of the round so far."""
+        self._push(kind, data)
+
+    def _take(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "working" and self.action is not None:  # the round has started: its action is known to all
+            action, self.action = self.action, None
+            self._push("action", action)
+        elif kind in RELAYED:
+            self._push(RELAYED[kind], data)
+
+    def _push(self, kind: str, data: dict[str, Any]) -> None:
+        self._queue.append((kind, data))
+        if self._writer is None or self._writer.done():
+            self._writer = self.loop.create_task(self._write())
+
+    async def _write(self) -> None:
+        while self._queue:
+            kind, data = self._queue.pop(0)
+            try:
+                await self.hub.publish(self.story_id, kind, data)
+            except Exception:  # a viewer misses an event (and sees it when they read the story): the round goes on
+                log.exception("could not publish a %s event of story %s", kind, self.story_id)
+
+    async def settled(self) -> None:
+        # The engine's last events may still be on their way from its thread: let them land first.
+        await asyncio.sleep(0)
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+
+
+# Writes to a story other than its rounds' (which a Relay tells), told to its viewers as `changed` with what
+# changed, so their pages read the story again: a seat joined or was revoked (a revoked seat's stream ends at
+# that read), a together round closed, a setting changed, a secret roll revealed.
+CHANGES = re.compile(r"^/api/stories/(?P<story>[^/]+)/(?P<what>seats(?:/[^/]+)?|seat|round/close|settings|reveal)$")
+WRITES = frozenset({"POST", "PUT", "DELETE"})
+
+
+class StoryChanges:
+    """ASGI middleware: after a successful write of `CHANGES`, a `changed` event of the story (ids only)."""
+
+    def __init__(self, app: ASGIApp, hub: Hub) -> None:
+        self.app, self.hub = app, hub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = CHANGES.match(scope.get("path", "")) if scope["type"] == "http" else None
+        if found is None or scope.get("method") not in WRITES:
+            await self.app(scope, receive, send)
+            return
+        statuses: list[int] = []
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+            await send(message)
+
+        await self.app(scope, receive, sending)
+        if statuses and 200 <= statuses[0] < 300:
+            what = found["what"].split("/")[0]
+            try:
+                await self.hub.publish(found["story"], "changed", {"what": what})
+            except Exception:
+                log.exception("could not publish a change of story %s", found["story"])
