@@ -8,7 +8,8 @@ from pathlib import Path
 
 from gm._text import visible
 from gm.errors import CheckRollError, UsageError
-from gm.rules.chances import CheckOdds, check_odds, describe_targets, uncertain_targets
+from gm.rules._targets import describe_targets
+from gm.rules.chances import CheckOdds, check_odds, uncertain_targets
 from gm.rules.checks import Check, Edge, opposed_modifier
 from gm.world.definition import modifier_for
 from gm.world.loading import load_rules, load_world

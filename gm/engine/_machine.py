@@ -50,6 +50,7 @@ from gm.engine._failing import failed_attempt
 from gm.engine._in_flight import ROUND
 from gm.engine._model_calls import judge_call, model_call_from
 from gm.engine.judge import Judge as NarrationJudge
+from gm.engine.judge import check_name
 from gm.engine.lease import RoundLease
 from gm.engine.memory import PAST_WINDOW
 from gm.engine.observe import observer
@@ -300,7 +301,7 @@ class Judge:
         state, world = round.attempt, round.world
         assert round.judge is not None
         asked = tuple(
-            JudgedOutcome(outcome.character, _check_name(world, roll), str(roll.band), str(roll.result), roll.critical)
+            JudgedOutcome(outcome.character, check_name(world, roll), str(roll.band), str(roll.result), roll.critical)
             for outcome, roll in self.settled
         )
         judgement = await round.judge.judge(JudgeRequest(self.ending.text, asked))
@@ -415,9 +416,3 @@ def _settled(ending: Narration, state: AttemptState) -> list[tuple[Outcome, Roll
     """The ending's outcomes that settle a check roll (not void), each with its roll: what the judge reads."""
     rolls = {roll.id: roll for roll in state.tools.rolls if roll.kind == "check" and not roll.void}
     return [(outcome, rolls[outcome.roll]) for outcome in ending.outcomes if outcome.roll in rolls]
-
-
-def _check_name(world: World, roll: RollRecord) -> str:
-    if world.rules is not None and roll.check_key in world.rules:
-        return world.rules[str(roll.check_key)].name
-    return str(roll.check_key)

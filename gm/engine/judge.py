@@ -33,6 +33,8 @@ from gm.engine.prompt import TOLD_AS, JudgeRequest, Told, judge_messages
 from gm.errors import JudgeFailed, ModelRequestRejected
 from gm.models.client import PLACEHOLDER_API_KEY, ChatModel, Completion, ModelSettings
 from gm.models.completion import strip_reasoning
+from gm.store import RollRecord
+from gm.world.definition import World
 
 Mode = Literal["json_schema", "tool", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "tool", "text")
@@ -229,3 +231,10 @@ def read_verdicts(text: str, request: JudgeRequest) -> list[Verdict]:
     if missing:
         raise ValueError(f"it says nothing of {', '.join(missing)}")
     return [found[outcome.character.casefold()] for outcome in request.outcomes]
+
+
+def check_name(world: World, roll: RollRecord) -> str:
+    """The name of the check a roll was made for, as the judge is told it (its key where the world has none)."""
+    if world.rules is not None and roll.check_key in world.rules:
+        return world.rules[str(roll.check_key)].name
+    return str(roll.check_key)

@@ -21,6 +21,7 @@ from typing import Any
 from gm import dice
 from gm.dice.joint import Joint, joint
 from gm.dice.odds import decimal
+from gm.rules._targets import FAR, describe_targets
 from gm.rules.checks import Band, Check, Edge, Result, band_for, read_value
 from gm.rules.naturals import settle, watched_terms
 
@@ -309,7 +310,6 @@ def uncertain_targets(check: Check, modifier: int = 0, edge: Edge | None = None)
     return tuple(merged)
 
 
-FAR = 10**9  # a stretch of targets reaching this far has no end (the schema's largest band end)
 _SCAN_LIMIT = 5000  # targets tried one by one for a check with naturals; beyond, the plain stretches stand
 
 
@@ -366,21 +366,6 @@ def nearest_uncertain_target(check: Check, modifier: int, wanted: int) -> int | 
         if best is None or abs(near - wanted) < abs(best - wanted):
             best = near
     return best
-
-
-def describe_targets(stretches: tuple[tuple[int, int], ...]) -> str:
-    """Stretches of targets in words: "from 2 to 19", "5", "from 2 to 4 or from 9 to 12"."""
-    return " or ".join(_described(first, last) for first, last in stretches)
-
-
-def _described(first: int, last: int) -> str:
-    if first <= -FAR and last >= FAR:
-        return "any target"
-    if first <= -FAR:
-        return f"{last} or less"
-    if last >= FAR:
-        return f"{first} or more"
-    return str(first) if first == last else f"from {first} to {last}"
 
 
 def refusal(certainty: Certain, character: str) -> str:

@@ -21,14 +21,14 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
 from gm import dice
-from gm.dice.result import Roll, sum_line
+from gm.dice.result import Roll
 from gm.engine._earlier_rolls import EARLIER_FACT, EARLIER_NOTE, INITIATIVE_REASON, EarlierRolls
 from gm.engine._sheets import RoundSheet, band_effects, earlier_against
-from gm.engine.prompt import CheckFact, check_fact_text
-from gm.engine.referee import Outcome, Refusal, Result, RollKind, RoundRoll, acting_refusals, referee
+from gm.engine.referee import Outcome, Refusal, acting_refusals, referee
+from gm.engine.tools._facts import check_content, check_fact, player_fact, round_roll
 from gm.engine.tools.offered import argument_checks, read_arguments
 from gm.engine.tools.tabletop import against_of, edge_asked, opponent_of
 from gm.engine.tools.whisper import WHISPER, whisper
@@ -45,7 +45,6 @@ from gm.world.definition import World
 
 MAX_TOOL_CALLS = 32  # tool calls run from one model message; a message with more is refused whole (gm.engine._machine)
 MAX_ROLLS = 64  # rolls one attempt at a round may make; the next is refused, and the model told to narrate
-CRITICAL_NOTE = "a critical band: the result stands as it is, but it deserves more in the telling"
 SECRET_NOTE = "a secret check: the player sees no card of this roll until you call reveal_roll or the story ends"
 
 
@@ -155,13 +154,13 @@ class RoundTools:
             if roll.kind == "check" and roll.check_key == check.key and roll.character == character.name:
                 if roll.id in self.bound:  # a failed attempt's roll, asked for here the first time: told in full
                     self.bound.discard(roll.id)
-                    return ToolReply({**_check_content(roll, repeated=False), "earlier_attempt": EARLIER_NOTE})
+                    return ToolReply({**check_content(roll, repeated=False), "earlier_attempt": EARLIER_NOTE})
                 if roll not in self.rolls:
                     self.rolls.append(roll)
-                return ToolReply(_check_content(roll, repeated=True))
+                return ToolReply(check_content(roll, repeated=True))
         if (again := self.retried.check(check.key, character.name)) is not None:
             self.rolls.append(again)
-            content = {**_check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE}
+            content = {**check_content(again, repeated=False), "earlier_attempt": EARLIER_NOTE}
             return ToolReply(self._effects(again, hurt, content))
         settled = certain(check, target, net, edge)
         if settled is not None:  # the dice would decide nothing, so nothing is rolled
@@ -201,7 +200,7 @@ class RoundTools:
             if check.secret
             else None,  # so the sealed roll's hash hides it (gm.integrity.secret)
         )
-        content = _check_content(record, repeated=False)
+        content = check_content(record, repeated=False)
         if check.secret:
             content["secret"] = SECRET_NOTE
         return ToolReply(self._effects(record, hurt, content))
@@ -379,69 +378,3 @@ TOOLS: dict[str, Tool] = {
 def needs_database(names: Iterable[str]) -> bool:
     """Whether any of these tools reads or writes the database (an unknown name needs nothing)."""
     return any(name in TOOLS and TOOLS[name].on_database for name in names)
-
-
-def player_fact(record: RollRecord) -> str:
-    """A player's roll in words, such as "Mara rolled 2d6+1 for 'pick the lock': 9 = 4 + 4 + 1"."""
-    rolled = dice.replay(record.notation, record.faces)  # the same roll again, from its stored faces
-    purpose = f" for '{record.reason}'" if record.reason else ""
-    return f"{record.character} rolled {record.notation}{purpose}: {sum_line(rolled)}"
-
-
-def check_fact(record: RollRecord, world: World) -> str:
-    """An earlier check roll of this round in words, with its band but never its number."""
-    key = str(record.check_key)
-    name = world.rules[key].name if world.rules is not None and key in world.rules else key
-    assert record.id is not None
-    rolled = CheckFact(record.id, name, str(record.character), str(record.band), str(record.result), record.critical)
-    return check_fact_text(rolled)
-
-
-def round_roll(record: RollRecord, seen: bool = True) -> RoundRoll:
-    """What the referee may know of a stored roll, and whether the model had read its result."""
-    assert record.id is not None
-    kind = cast(RollKind, record.kind if record.kind in ("check", "dice", "player") else "dice")
-    result = cast(Result | None, record.result)
-    return RoundRoll(
-        record.id,
-        kind,
-        record.character,
-        record.check_key,
-        record.band,
-        result,
-        record.void,
-        opponent=record.opponent,
-        seen=seen,
-    )
-
-
-def _check_content(record: RollRecord, repeated: bool) -> dict[str, Any]:
-    if record.void:
-        return {
-            "roll": record.id,
-            "check": record.check_key,
-            "character": record.character,
-            "void": True,
-            "message": f"check '{record.check_key}' has no band for the value {record.value}, so roll {record.id} "
-            f"for {record.character} is void; narrate without an outcome roll for it, or roll another check",
-        }
-    content: dict[str, Any] = {
-        "roll": record.id,
-        "check": record.check_key,
-        "character": record.character,
-        "band": record.band,
-        "result": record.result,
-        "critical": record.critical,
-    }
-    if record.edge:
-        content["edge"] = record.edge
-    if record.opponent:
-        content["opponent"] = record.opponent
-        content["serves"] = f"{record.character}'s outcome only; {record.opponent}'s outcome, if any, names no roll"
-    if record.natural_text:
-        content["natural"] = record.natural_text
-    if record.critical:
-        content["note"] = CRITICAL_NOTE
-    if repeated:
-        content["repeated"] = "this check was already rolled for this character this round; this is that roll"
-    return content
