@@ -117,11 +117,24 @@ async def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> Transcri
 
 
 @router.get("/stories/{story_id}/sheet", responses=errors(401, 404))
-def get_sheet(story_id: str, app: ServiceDep, token: TokenDep) -> SheetsPublic:
+async def get_sheet(story_id: str, app: ServiceDep, token: TokenDep) -> SheetsPublic:
     """The characters' sheets now (null where the world's sheets cannot change), in words too, and every change
-    the story's accepted rounds made, in order (gm.world.sheet, docs/sheets.md)."""
-    app.story(story_id, token)
-    return sheets(app.game.store, story_id)
+    the story's accepted rounds made, in order (gm.world.sheet, docs/sheets.md). A seat's token reads its own
+    character's sheet and changes only (docs/table.md)."""
+    viewer = await app.viewer(story_id, token)
+    found = await app.game.store.off_loop(sheets, app.game.store, story_id)
+    return found if viewer.seat is None else seat_sheet(found, viewer)
+
+
+def seat_sheet(found: SheetsPublic, viewer: Viewer) -> SheetsPublic:
+    """The part of the sheets a seat reads: its own character's (a band effect on another may tell a secret band)."""
+    mine = {name: entry for name, entry in (found.sheet or {}).items() if viewer.sees(name)}
+    return SheetsPublic(
+        story=found.story,
+        sheet=mine if found.sheet is not None else None,
+        shown={name: words for name, words in found.shown.items() if viewer.sees(name)},
+        changes=[change for change in found.changes if viewer.sees(change.character)],
+    )
 
 
 def viewed_transcript(app: Service, story_id: str, viewer: Viewer) -> TranscriptPublic:

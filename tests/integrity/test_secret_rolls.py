@@ -8,7 +8,6 @@ read 7, "Glimpse" (partial).
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import shutil
 from pathlib import Path
@@ -28,17 +27,9 @@ from gm.world.loading import load_world
 from tests.support.paths import SAMPLE_WORLDS
 from tests.support.rounds import narrate_roll, table
 from tests.support.web import keeper_too, served_app
-from tests.support.worlds import HARBOR_DICE, HARBOR_WORLD, write_world
-
-NOTICE = {"check": "notice", "character": "Mara", "reason": "watch the clerk"}
+from tests.support.worlds import NOTICE, secret_world
 
 STORY_ENDED = "this story has ended; its secret rolls are shown, and it plays no more rounds"
-
-
-def secret_world(folder: Path) -> Path:
-    rules = copy.deepcopy(HARBOR_DICE)
-    rules["checks"][1]["secret"] = True
-    return write_world(folder, HARBOR_WORLD, rules)
 
 
 def run(coroutine: Any) -> Any:

@@ -4,6 +4,7 @@ bench/ plays the same harbour world, so that the benchmarks and the tests play o
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,13 @@ TABLE_DICE: dict[str, Any] = {
 def write_table_world(folder: Path) -> Path:
     """The shared table's world folder."""
     return write_world(folder, TABLE_WORLD, TABLE_DICE)
+
+
+NOTICE = {"check": "notice", "character": "Mara", "reason": "watch the clerk"}  # a roll of the world's second check
+
+
+def secret_world(folder: Path) -> Path:
+    """The harbour world with its second check (notice) made secret."""
+    rules = copy.deepcopy(HARBOR_DICE)
+    rules["checks"][1]["secret"] = True
+    return write_world(folder, HARBOR_WORLD, rules)

@@ -9,9 +9,9 @@ from typing import Any
 
 from gm.store import Store
 from gm.testing import call
-from tests.integrity.test_secret_rolls import NOTICE, secret_world
 from tests.support.compat import cards, chat, gm_server
 from tests.support.rounds import narrate_roll
+from tests.support.worlds import NOTICE, secret_world
 
 
 def user(text: str) -> dict[str, Any]:

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from gm.engine.table import Viewer
 from gm.store import Store
+from gm.transcript.sheets import ChangePublic, SheetsPublic
+from gm.web.api import seat_sheet
 from tests.support.table import table_master, table_worlds
 from tests.support.web import served_app, start_story
 
@@ -160,3 +163,30 @@ def test_the_audit_sees_a_message_given_to_another_seat(store: Store, tables: Pa
     report = audit(transcript(store, story))
     assert not report.ok
     assert [m.where for m in report.mismatches] == ["message 1", "round 1"]
+
+
+def test_a_seat_reads_its_own_character_s_sheet_only(store: Store, tables: Path) -> None:
+    with served_app(store, tables, table_master) as (client, _):
+        story, owner = start_story(client, "table")
+        _, mara = seat(client, story, owner, "Mara")
+        answer = client.get(f"/api/stories/{story}/sheet", headers=mara)  # the play page reads it for every seat
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["sheet"] is None  # the table world's variables are fixed
+    sheets = SheetsPublic(
+        story="s",
+        sheet={"Mara": {"hp": {"value": 3}}, "Odile": {"hp": {"value": 7}}, "Jon": {"hp": {"value": 1}}},
+        shown={"Mara": {"hp": "3"}, "Odile": {"hp": "7"}, "Jon": {"hp": "1"}},
+        changes=[change("Mara"), change("Odile"), change("Jon")],
+    )
+    mine = seat_sheet(sheets, Viewer(seat="a", character="Mara", seated=frozenset({"Mara", "Odile"})))
+    assert (list(mine.sheet or {}), list(mine.shown), [c.character for c in mine.changes]) == (
+        ["Mara"],
+        ["Mara"],
+        ["Mara"],
+    )
+
+
+def change(character: str) -> ChangePublic:
+    return ChangePublic(
+        seq=1, round=1, attempt="a", character=character, variable="hp", action="add", amount=-1, prev_hash="0"
+    )

@@ -33,6 +33,7 @@ let dice = "shown"; // the story's Dice setting: "shown" or "hidden"
 let rounds = []; // the transcript's rounds, as GET /api/stories/{id} gives them
 let live = null; // the round being played: {round, replaces, base}
 let busy = false;
+let sheetsAfter = null; // the changes of the round just played, drawn on the sheets once it is over
 let asking = null; // the question of a round paused for the player's dice (dice rolled at the table), or null
 let paused = null; // that round as drawn so far in this page (its player text and rolls), or null
 let watched = null; // a round another viewer is playing, as its live events draw it, or null
@@ -301,7 +302,7 @@ async function playAnswered(response, round, replaces = false) {
           if (accepted.time) showTime(accepted.time); // the newest round ended when the story now stands
           live = null;
           drawLast(false);
-          await showSheets(accepted.changes || []);
+          sheetsAfter = accepted.changes || [];
         } else if (kind === "failed") {
           failure = `${failedBefore}: ${typeof data.error === "string" ? data.error : "the round failed"}`;
         }
@@ -321,6 +322,12 @@ async function playAnswered(response, round, replaces = false) {
   say(status, "");
   say(errorLine, failure);
   setBusy(false);
+  if (sheetsAfter !== null) {
+    // Read once the page answers again: a player may type the next action while the sheets are read.
+    const changes = sheetsAfter;
+    sheetsAfter = null;
+    await showSheets(changes);
+  }
   if (readAfter) {
     readAfter = false;
     reread();
