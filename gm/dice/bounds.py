@@ -29,6 +29,11 @@ def bounds(notation: str | Expression, hit: int | None = None) -> tuple[int, int
     a die with fewer sides than `hit` never is.
     """
     expression = parse(notation) if isinstance(notation, str) else notation
+    if not expression.plain:
+        # A term's own limits can be out of reach (`1d2!!=2` counts a compounded d2, which is odd or over 2
+        # and so never 2): the reachable stretches say exactly.
+        reach = spans(expression, hit)
+        return reach[0][0], reach[-1][1]
     if hit is None:
         return expression.minimum, expression.maximum
     check_successes(expression, hit)
