@@ -94,14 +94,16 @@ def test_a_stopped_first_round_leaves_no_story(store: Store, worlds: Path) -> No
 
 
 def test_a_busy_story_is_a_409_before_the_stream_starts(store: Store, worlds: Path) -> None:
-    script = [reply("Rain."), slow(reply("Slowly."), 4.0)]
+    script = [reply("Rain."), slow(reply("Slowly."), 30.0)]  # the first stream is closed, not waited for
     with gm_server(store, worlds, script) as served:
         first = chat(served, [user("I wait.")])
         history = [user("I wait."), gm(first), user("I wait longer.")]
         connection = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=30)
         body = json.dumps({"model": "gm/harbour", "messages": history, "stream": True}).encode()
         connection.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
-        assert connection.getresponse().status == 200
+        first_answer = connection.getresponse()
+        assert first_answer.status == 200
+        first_answer.fp.readline()  # the first event: the round is under way, so its lease is held
         other = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=30)
         again = json.dumps({"model": "gm/harbour", "messages": [*history[:2], user("I shout.")], "stream": True})
         other.request("POST", "/v1/chat/completions", body=again.encode(), headers={"Content-Type": "application/json"})
