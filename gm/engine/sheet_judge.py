@@ -7,8 +7,9 @@ for each change the round made, whether the narration tells it; and which change
 tells that no listed change makes ("she drops the picks" where nobody's kit changed). Either mistake refuses
 the narration with one sentence, as an outcome told against its roll is, and nothing is stored.
 
-Plain rounds, which changed no sheet, make no call here: a narration that invents a change in such a round
-is not read for it (docs/sheets.md says why). The answer's shape is fixed:
+A plain round, which changed no sheet, is read only when its narration names something on a sheet (a held
+item, a condition, a variable): other plain rounds make no call here (docs/sheets.md says why).
+The answer's shape is fixed:
 `{"made": [{"number", "told", "quote"}], "invented": [{"character", "change", "quote"}]}`; an unusable
 answer is asked for once more, then the round fails (`JudgeFailed`).
 """
@@ -94,13 +95,37 @@ class SheetJudgement:
     calls: list[JudgeCall] = field(default_factory=list)
 
 
-def needs_judging(sheet: RoundSheet | None) -> bool:
-    """Whether the sheet judge reads this round: only a round that changed a sheet."""
-    return sheet is not None and bool(sheet.changes)
+def needs_judging(sheet: RoundSheet | None, narration: str = "") -> bool:
+    """Whether the sheet judge reads this round: one that changed a sheet, or one whose narration names
+    something on a sheet (an item a character holds, a condition, a variable's name), where a change may be
+    told that the round did not make. Other plain rounds make no judge call."""
+    if sheet is None:
+        return False
+    if sheet.changes:
+        return True
+    names = sheet_names(sheet)
+    return bool(names) and re.search(_any_of(names), narration, flags=re.IGNORECASE) is not None
+
+
+def sheet_names(sheet: RoundSheet) -> frozenset[str]:
+    """The words of the sheets a narration may name: variables, held items, conditions."""
+    found: set[str] = set()
+    for entries in sheet.sheets.values():
+        for variable, entry in entries.items():
+            found.add(variable)
+            found.update(item["name"] for item in entry.get("items", ()) if item.get("count", 0) > 0)
+            found.update(entry.get("conditions", {}))
+    return frozenset(name.strip() for name in found if name.strip())
+
+
+def _any_of(names: frozenset[str]) -> str:
+    # Whole words only ("hp" is not in "whip"); longest first, so "lock picks" is tried before "lock".
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    return rf"(?<!\w)(?:{alternatives})(?!\w)"
 
 
 def sheet_messages(request: SheetRequest) -> list[dict[str, Any]]:
-    made = "\n".join(f"{number}. {text}" for number, text in enumerate(request.made, 1))
+    made = "\n".join(f"{number}. {text}" for number, text in enumerate(request.made, 1)) or "(none)"
     text = f"{SHEET_NARRATION}{request.narration}{SHEET_MADE}{made}{SHEET_BEFORE}" + "\n".join(request.sheets)
     return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": text}]
 

@@ -10,11 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gm.engine._sheets import RoundSheet
 from gm.engine.results import RoundPaused, RoundResult
+from gm.engine.sheet_judge import needs_judging
 from gm.engine.transcript import render_transcript, transcript
 from gm.integrity.audit import audit
-from gm.store import Store
+from gm.store import SheetStart, Store
 from gm.testing import call, honest_judge, is_sheet_judge_request, sheet_judge_answer
+from gm.world.loading import load_world
 from tests.support.rounds import table, tool_results
 from tests.support.web import served_app, start_story
 from tests.support.worlds import SHEET_DICE as DICE
@@ -177,3 +180,51 @@ def test_a_fork_starts_from_the_sheets_at_its_round_and_audits(store: Store, tmp
     assert [(c.round_number, c.after) for c in store.sheet_changes(fork)] == [(1, 8), (2, 7)]
     assert audit(transcript(store, story)).ok
     assert audit(transcript(store, fork)).ok, audit(transcript(store, fork)).mismatches
+
+
+def test_a_plain_round_that_names_the_sheet_is_read_and_one_that_does_not_is_not(store: Store, tmp_path: Path) -> None:
+    world = write_world(tmp_path / "customs", WORLD, DICE)
+    judged: list[str] = []
+
+    def judge(request: dict[str, Any]) -> Any:
+        if not is_sheet_judge_request(request):
+            return honest_judge(request)
+        judged.append(request["messages"][-1]["content"])
+        if "drops" in judged[-1]:
+            return sheet_judge_answer(invented=(("Mara", "drops the lock picks", "She drops her lock picks."),))(
+                request
+            )
+        return sheet_judge_answer()(request)
+
+    script = [
+        narrate("She watches the tide."),
+        narrate("She drops her lock picks."),
+        narrate("She keeps her LOCK PICKS."),
+    ]
+
+    async def play() -> Any:
+        async with table(store, script, judge=judge) as t:
+            story = t.game.start_story(world)
+            quiet = await t.game.play(story, "I wait.")
+            named = await t.game.play(story, "I run.")
+            return story, quiet, named
+
+    story, quiet, named = run(play())
+    # The tide names nothing on a sheet: no judge call. The picks are held, so that narration is read, and its
+    # invented drop is refused and never stored; the narration told next names them too, and is read as well.
+    assert quiet.refusals == [] and len(judged) == 2 and "She drops her lock picks." in judged[0]
+    assert named.narration == "She keeps her LOCK PICKS."
+    assert any("made no such change" in refusal for refusal in named.refusals)
+    assert [record.narration for record in store.rounds(story)] == [
+        "She watches the tide.",
+        "She keeps her LOCK PICKS.",
+    ]
+    assert [call.purpose for call in store.model_calls(story)].count("sheet_judge") == 2
+
+
+def test_the_names_the_sheet_judge_listens_for_are_whole_words(tmp_path: Path) -> None:
+    sheet = RoundSheet(load_world(write_world(tmp_path / "customs", WORLD, DICE)), SheetStart(None))
+    assert needs_judging(sheet, "Her hp runs low.") and needs_judging(sheet, "She is SOAKED to the bone.")
+    assert needs_judging(sheet, "She counts her coins.")
+    assert not needs_judging(sheet, "A whip cracks in the dark.")  # "hp" inside "whip" is not the variable
+    assert not needs_judging(None, "Her hp runs low.")  # a world whose sheets cannot change
