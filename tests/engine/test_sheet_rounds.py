@@ -80,7 +80,13 @@ def test_a_check_reads_the_sheet_of_its_moment(store: Store, tmp_path: Path) -> 
 
 def test_a_round_played_again_replaces_its_changes_and_makes_its_effects_again(store: Store, tmp_path: Path) -> None:
     world = write_world(tmp_path / "customs", WORLD, DICE)
-    script = [hurt(-2), STRIKE, narrate(), hurt(-1), STRIKE, narrate("Again, more gently.")]
+    asked: list[dict[str, Any]] = []
+
+    def hurt_again(request: dict[str, Any]) -> Any:
+        asked.append(request)
+        return hurt(-1)
+
+    script = [hurt(-2), STRIKE, narrate(), hurt_again, STRIKE, narrate("Again, more gently.")]
 
     async def play() -> Any:
         async with table(store, script, faces=[15, 3]) as t:
@@ -96,6 +102,9 @@ def test_a_round_played_again_replaces_its_changes_and_makes_its_effects_again(s
         ("Tomas", 8, 5, "effect"),
         ("Mara", 10, 9, "chosen"),
     ]
+    # The new telling is told the effect made again, which it must tell (the sheet judge reads it).
+    player = [m["content"] for m in asked[0]["messages"] if m["role"] == "user"][-1]
+    assert "band changed the sheets again: Tomas's hp 8 -> 5 (-3, effect)" in player
     assert store.story(story).sheet["Mara"]["hp"]["value"] == 9  # type: ignore[index]
     assert [c.seq for c in store.sheet_changes(story)] == [1, 2]
     assert audit(transcript(store, story)).ok

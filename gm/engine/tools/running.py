@@ -322,9 +322,13 @@ class RoundTools:
         serve each with an outcome (and is judged on it), so each is given as a fact with its band."""
         replayed = [record for record in self.earlier if record.kind == "check" and not record.void]
         self.rolls.extend(replayed)
+        facts = []
         for record in replayed:  # the earlier version's changes were undone: its bands' effects are made again
-            self._effects(record, earlier_against(self.world, self.earlier, record), {})
-        return [check_fact(record, self.world) for record in replayed]
+            facts.append(check_fact(record, self.world))
+            changed = self._effects(record, earlier_against(self.world, self.earlier, record), {}).get("changes")
+            if changed:  # each must be told (gm.engine.sheet_judge), so the model is told them
+                facts.append(f"roll {record.id}'s band changed the sheets again: {'; '.join(changed)}; tell it too")
+        return facts
 
     def bind_retried_checks(self) -> list[str]:
         """A failed attempt's check rolls bind this attempt, as a regenerated round's do: in play from the start,
