@@ -137,6 +137,10 @@ def test_every_seat_sees_the_others_rounds_live_across_two_servers(
                             arg=f"Waiting for {waiting}",
                             timeout=LIVE_MS,
                         )
+                    # The gathered action waits on its own page, drawn as pending, with no dice asked for.
+                    assert page.locator("#faces-form").is_hidden()
+                    pending = page.locator("#rounds li.round.pending").last.text_content() or ""
+                    assert f"guards gate {turn + 1}" in pending
             for page, _ in pages:
                 for turn in range(len(pages)):
                     wait_for_round(page, 1, f"{PLAYERS[turn]} guards gate {turn + 1}")

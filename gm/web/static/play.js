@@ -33,6 +33,7 @@ let dice = "shown"; // the story's Dice setting: "shown" or "hidden"
 let rounds = []; // the transcript's rounds, as GET /api/stories/{id} gives them
 let live = null; // the round being played: {round, replaces, base}
 let busy = false;
+let gathered = ""; // who a together round still waits for, once this page's action is gathered
 let sheetsAfter = null; // the changes of the round just played, drawn on the sheets once it is over
 let asking = null; // the question of a round paused for the player's dice (dice rolled at the table), or null
 let paused = null; // that round as drawn so far in this page (its player text and rolls), or null
@@ -288,6 +289,13 @@ async function playAnswered(response, round, replaces = false) {
           drawLast(true);
         } else if (kind === "asking") {
           say(status, "");
+        } else if (kind === "done" && data.round === null && data.gathering) {
+          // A together round gathers this action until every seat has acted: it waits, drawn as pending.
+          ended = true;
+          gathered = GATHERING_WORDS(data.gathering);
+          watched = round;
+          live = null;
+          draw();
         } else if (kind === "done" && data.round === null) {
           ended = true; // the round waits for the player's dice: it stays drawn, and the question is asked
           paused = round;
@@ -319,7 +327,8 @@ async function playAnswered(response, round, replaces = false) {
     draw();
   }
   if (ended && asking !== null) drawLast(true);
-  say(status, "");
+  say(status, gathered);
+  gathered = "";
   say(errorLine, failure);
   setBusy(false);
   if (sheetsAfter !== null) {
