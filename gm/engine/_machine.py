@@ -346,7 +346,7 @@ class SheetJudge:
 
 
 def _sheet_or_accept(round: Round, ending: Narration, call: ToolCall | None, rest: tuple[ToolCall, ...]) -> Node:
-    """The sheet judge next, for a judged round that changed a sheet; otherwise the ending is accepted."""
+    """The sheet judge next, for a judged round that changed a sheet or names one; otherwise the ending is accepted."""
     if round.judge is not None and round.attempt.judged and needs_judging(round.attempt.tools.sheet, ending.text):
         return SheetJudge(ending, call, rest)
     return _accepted(round, ending, call, rest)
