@@ -6,10 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from gm.engine._attempt import AttemptState, bind
-from gm.engine._loose_ends import loose_ends
+from gm.engine._loose_ends import loose_ends, outage
 from gm.errors import GmError, RoundFailed
 from gm.store import Store
 
@@ -24,8 +22,8 @@ DATABASE = "the round could not be finished because the database could not be us
 async def failed_attempt(store: Store, story_id: str, state: AttemptState, error: BaseException) -> BaseException:
     """Mark the attempt failed with its model calls, and return the error to raise in place of `error`.
 
-    A `GmError` is raised as it is, and so is a database's error (a route answers it with a 503 and one
-    sentence: gm.web.app); any other error is logged and becomes a `RoundFailed`, so no traceback reaches a
+    A `GmError` is raised as it is, and so is a database out of reach (`outage`: a route answers it with a 503
+    and one sentence, gm.web.app); any other error is logged and becomes a `RoundFailed`, so no traceback reaches a
     player and no web request answers 500; a round cancelled or interrupted is marked and stopped all the
     same. A database that cannot even mark the attempt is logged too, and the attempt is marked failed as
     soon as it answers again (gm.engine._loose_ends).
@@ -33,7 +31,7 @@ async def failed_attempt(store: Store, story_id: str, state: AttemptState, error
     raised: BaseException
     if isinstance(error, GmError):
         sentence, raised = str(error), error
-    elif isinstance(error, SQLAlchemyError):
+    elif outage(error):
         reason = " ".join(str(getattr(error, "orig", None) or error).split())[:120].rstrip(".")
         log.warning("round attempt %s failed: the database could not be used (%s)", state.attempt_id, reason)
         sentence, raised = DATABASE.format(reason=reason or type(error).__name__), error
@@ -46,6 +44,11 @@ async def failed_attempt(store: Store, story_id: str, state: AttemptState, error
     try:
         await asyncio.shield(store.off_loop(store.fail_attempt, state.attempt_id, sentence, calls))
     except Exception as failed:
+        if not outage(failed):  # refused, not out of reach: trying again would only repeat it
+            log.exception(
+                "attempt %s could not be marked failed; the story's next round marks it abandoned", state.attempt_id
+            )
+            return raised
         log.warning(
             "attempt %s could not be marked failed (%s); it is once the database answers", state.attempt_id, failed
         )

@@ -28,6 +28,8 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
 from gm.store import ModelCall, Store
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,14 @@ log = logging.getLogger(__name__)
 MAX_STORIES = 1024
 FIRST_DELAY = 0.1  # seconds before the first try again; doubled after each failed try, up to LAST_DELAY
 LAST_DELAY = 2.0
+
+
+def outage(error: BaseException) -> bool:
+    """Whether a database error is the database out of reach or out of room (a full disk, a server or connection
+    gone), which passes, rather than a write it refuses (a constraint, a bug), which a retry would only repeat."""
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(error, (OperationalError, InterfaceError))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +106,13 @@ class LooseEnds:
             while ends.holders:  # changes nothing if the holder holds the lease no more
                 await store.off_loop(store.release_lease, story_id, ends.holders[0], durable=False)
                 ends.holders.pop(0)
-        except BaseException:
-            self._keep(story_id, ends, first=True)
-            raise
+        except BaseException as error:
+            if outage(error) or not isinstance(error, Exception):
+                self._keep(story_id, ends, first=True)
+                raise
+            # refused, not out of reach: never tried again (the lease runs out, the attempt is marked abandoned)
+            log.error("story %s: a round's loose ends cannot be written; they are dropped", story_id, exc_info=error)
+            return
         log.info("story %s: a round that failed while the database was down is ended now", story_id)
 
     def _keep(self, story_id: str, ends: StoryEnds, *, first: bool = False) -> None:

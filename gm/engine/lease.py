@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from gm.engine._loose_ends import loose_ends
+from gm.engine._loose_ends import loose_ends, outage
 from gm.engine.observe import observer
 from gm.engine.settings import RoundSettings
 from gm.errors import LeaseBusy, SettingsError
@@ -114,6 +114,9 @@ class RoundLease:
         try:
             await self.store.off_loop(self.store.release_lease, self.story_id, self.holder, durable=False)
         except Exception as error:  # the round's own error is the one to tell; let go once the database answers
+            if not outage(error):
+                log.exception("story %s: its lease could not be let go; it runs out", self.story_id)
+                return
             log.warning(
                 "story %s: its lease could not be let go (%s); it is once the database answers", self.story_id, error
             )
