@@ -25,6 +25,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import InMemoryHistory
 from rich.console import Console
 from rich.markup import escape
+from sqlalchemy.exc import SQLAlchemyError
 
 from gm._text import counted, visible
 from gm.engine.commands import HELP, RollDice, Say, SetDice, Simple, parse_command
@@ -190,6 +191,11 @@ class Chat:
         except GmError as error:  # the round failed, the story is busy, the model is unreachable...
             self.rounds_failed += 1
             self.error(str(error))
+            return
+        except SQLAlchemyError as error:  # a full disk, a server gone: the round ends once the database answers
+            self.rounds_failed += 1
+            reason = " ".join(str(getattr(error, "orig", None) or error).split())[:120].rstrip(".")
+            self.error(f"the database cannot be used just now ({reason}); try again in a moment")
             return
         if isinstance(result, RoundPaused):
             self.ask(result.asking)

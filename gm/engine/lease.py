@@ -17,7 +17,9 @@ dice (`Store.keep_paused`) writes it only if this round still holds the lease, e
 `LeaseLost` and the round fails with one sentence, its rolls kept. That same transaction lets the
 lease go. A round that ends any other way (a refusal as it opens, a model error, a cancel, a lost
 lease, a bug) lets it go in a transaction of its own (`RoundLease.release`), as does a round whose
-opening failed after its lease was taken.
+opening failed after its lease was taken. If the database cannot do that just then (a full disk, a
+server gone), the lease is let go as soon as it answers again (gm.engine._loose_ends): at the latest
+first thing when the story's next round opens, so the story is not held by a round that is over.
 
 The times are `RoundSettings.lease_seconds` and `.heartbeat_seconds`; `gm serve` reads them from
 `GM_LEASE_SECONDS` and `GM_HEARTBEAT_SECONDS`. The heartbeat must beat at least twice a lease, so
@@ -34,6 +36,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gm.engine._loose_ends import loose_ends, outage
 from gm.engine.observe import observer
 from gm.engine.settings import RoundSettings
 from gm.errors import LeaseBusy, SettingsError
@@ -73,7 +76,9 @@ class RoundLease:
     async def open(self, work: Callable[..., T], *arguments: Any) -> T:
         """`work(*arguments)` in a worker thread (`Store.off_loop`): work that takes the lease with `self.claim`
         first thing, raising `LeaseBusy` if it is held. Tried again every 50 ms for `wait_seconds`, then
-        `StoryBusy`. Once it has returned, the heartbeat renews the lease until the round ends."""
+        `StoryBusy`. Once it has returned, the heartbeat renews the lease until the round ends. The story's loose
+        ends, if a round of it failed while the database was out of reach, are written first."""
+        await loose_ends(self.store).settle(self.story_id)
         deadline = time.monotonic() + self.settings.wait_seconds
         while True:
             try:
@@ -108,8 +113,14 @@ class RoundLease:
         await self.stop()
         try:
             await self.store.off_loop(self.store.release_lease, self.story_id, self.holder, durable=False)
-        except Exception:  # the round's own error is the one to tell; an unreleased lease runs out by itself
-            log.warning("story %s: its lease could not be let go; it runs out", self.story_id, exc_info=True)
+        except Exception as error:  # the round's own error is the one to tell; let go once the database answers
+            if not outage(error):
+                log.exception("story %s: its lease could not be let go; it runs out", self.story_id)
+                return
+            log.warning(
+                "story %s: its lease could not be let go (%s); it is once the database answers", self.story_id, error
+            )
+            loose_ends(self.store).release_later(self.story_id, self.holder)
 
     async def _beat(self) -> None:
         """Renew the lease every `heartbeat_seconds` until stopped; a lost lease is left to the fence at the end."""

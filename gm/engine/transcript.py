@@ -10,7 +10,15 @@ from __future__ import annotations
 from gm.engine.table import Viewer, sealed_for, view_round
 from gm.integrity.secret import sealed_ids, stub, visible
 from gm.store import FORKED_FROM, Store, Story, TableMessage
-from gm.transcript.shapes import IntegrityPublic, RollPublic, RoundPublic, SeedPublic, StoryPublic, TranscriptPublic
+from gm.transcript.shapes import (
+    IntegrityPublic,
+    PagePublic,
+    RollPublic,
+    RoundPublic,
+    SeedPublic,
+    StoryPublic,
+    TranscriptPublic,
+)
 from gm.transcript.sheet_view import change_text, sheet_lines
 from gm.transcript.sheets import ChangePublic, SheetsPublic
 from gm.transcript.table import MessagePublic, TablePublic
@@ -20,8 +28,17 @@ from gm.world.sheet import value_text
 RESULT_WORDS = {"succeeded": "success", "partial": "partial success", "failed": "failure"}
 
 
-def transcript(store: Store, story_id: str, *, player: bool = False, viewer: Viewer | None = None) -> TranscriptPublic:
-    """The whole story in its public shape, with what an audit of it needs (`integrity`).
+def transcript(
+    store: Store,
+    story_id: str,
+    *,
+    player: bool = False,
+    viewer: Viewer | None = None,
+    limit: int | None = None,
+    after: int | None = None,
+) -> TranscriptPublic:
+    """The whole story in its public shape, with what an audit of it needs (`integrity`); with `limit`, a page
+    of at most that many rounds: those numbered above `after`, or the newest (`PagePublic` says which).
 
     `player=True` is the player's transcript (the story token's): secret rolls not yet revealed have no
     card in their rounds, and are sealed stubs in the chain (gm.integrity.secret). The operator's sees everything.
@@ -33,7 +50,12 @@ def transcript(store: Store, story_id: str, *, player: bool = False, viewer: Vie
     story = store.story(story_id)
     world = world_from_data(story.world_data, story.dice_data)
     unfinished = store.unfinished_attempts(story_id)
-    rounds = [RoundPublic.from_record(record, world, unfinished) for record in store.rounds(story_id)]
+    if limit is None:
+        records = store.rounds(story_id)
+    else:
+        records = store.rounds(story_id, last=limit) if after is None else store.rounds(story_id, after, limit=limit)
+    page = None if limit is None else page_of([record.number for record in records], story.rounds, limit, after)
+    rounds = [RoundPublic.from_record(record, world, unfinished) for record in records]
     changes = [ChangePublic.from_stored(change) for change in store.sheet_changes(story_id)]
     by_round: dict[int, list[ChangePublic]] = {}
     for change in changes:
@@ -69,7 +91,35 @@ def transcript(store: Store, story_id: str, *, player: bool = False, viewer: Vie
         messages_head=story.messages_head,
     )
     public = story_public(store, story, current, viewer)
-    return TranscriptPublic(story=public, rounds=rounds, integrity=integrity)
+    if page is not None and not page.whole:  # the chain's links of the page's rounds only
+        parents = {roll.id for roll in inherited}
+        integrity.rolls = [roll for roll in integrity.rolls if on_page(page, roll.round, roll.id not in parents)]
+        integrity.messages = [message for message in integrity.messages if on_page(page, message.round, True)]
+    return TranscriptPublic(story=public, rounds=rounds, integrity=integrity, page=page)
+
+
+def page_of(numbers: list[int], rounds: int, limit: int, after: int | None) -> PagePublic:
+    """The page of a story of `rounds` rounds that holds the rounds `numbered` (above `after`, or the newest)."""
+    if after is None:
+        after = numbers[0] - 1 if numbers else rounds
+    last = numbers[-1] if numbers else None
+    earlier, later = min(after, rounds) > 0, (last if last is not None else after) < rounds
+    first = numbers[0] if numbers else None
+    whole = not earlier and not later
+    return PagePublic(
+        rounds=rounds, after=after, limit=limit, first=first, last=last, earlier=earlier, later=later, whole=whole
+    )
+
+
+def on_page(page: PagePublic, round_number: int | None, own: bool) -> bool:
+    """Whether a link of the chain (a roll, a table's message) of this round belongs on a page that is not whole:
+    its round is on the page, or not yet accepted (null, or after the last) on the newest page. A roll of a
+    story's parent (not `own`) is before every round of the fork."""
+    if not own:
+        return not page.earlier
+    if round_number is None or round_number > (page.last or page.after):
+        return not page.later
+    return round_number > page.after
 
 
 def player_sealed(store: Store, story: Story, world: World) -> set[int]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, bindparam, case, delete, func, literal_column, update
+from sqlalchemy import BigInteger, Integer, bindparam, case, delete, func, literal_column, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -177,12 +177,18 @@ class RoundTables(Tables):
             record.id = round_id
         return record
 
-    def rounds(self, story_id: str, after: int = 0, last: int | None = None) -> list[RoundRecord]:
-        """Accepted rounds numbered above `after`, oldest first; `last` keeps only the newest few."""
+    def rounds(
+        self, story_id: str, after: int = 0, last: int | None = None, *, limit: int | None = None
+    ) -> list[RoundRecord]:
+        """Accepted rounds numbered above `after`, oldest first; `last` keeps only the newest few, `limit` only the
+        first few (a page of them: gm.engine.transcript)."""
         with self.reading() as connection:
             if last is not None:
                 newest = read_now(connection, newest_rounds, story_id, last)
                 return [record for record in newest if record.number > after]
+            if limit is not None:
+                values = {"story": story_id, "after": after, "limit": limit}
+                return [row_of(RoundRecord, row) for row in connection.execute(_ROUNDS_PAGE, values).mappings()]
             rows = connection.execute(_ROUNDS_AFTER, {"story": story_id, "after": after}).mappings()
             return [row_of(RoundRecord, row) for row in rows]
 
@@ -318,6 +324,7 @@ _ROUND_UNLESS_PLAYED = {
 }
 _OF_STORY = ROUNDS.c.story_id == bindparam("story")
 _ROUNDS_AFTER = sql_select(ROUNDS).where(_OF_STORY, ROUNDS.c.number > bindparam("after")).order_by(ROUNDS.c.number)
+_ROUNDS_PAGE = _ROUNDS_AFTER.limit(bindparam("limit", type_=Integer))
 _PAUSED = sql_select(PAUSED).where(PAUSED.c.story_id == bindparam("story"))
 _RUNNING = update(ATTEMPTS).where(ATTEMPTS.c.id == bindparam("attempt")).values(status="running")
 _TAKEN = delete(PAUSED).where(PAUSED.c.story_id == bindparam("story"))

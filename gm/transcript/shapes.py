@@ -377,12 +377,34 @@ class IntegrityPublic(BaseModel):
     messages_head: str | None = None
 
 
+class PagePublic(BaseModel):
+    """Which of a story's rounds a page of its transcript holds (`GET /api/stories/{id}?after=&limit=`).
+
+    A story's rounds are numbered 1 to `rounds`; a page holds those numbered above `after`, at most `limit`,
+    oldest first (by default the newest `limit`). `first` and `last` are its first and last round (null for a
+    page of none); `earlier` and `later` say whether rounds before or after the page exist (ask for them with
+    `after` = 0 and `limit`, or `after` = `last`). On a page that is not `whole`, `integrity` holds only the
+    links of the page's rounds (their rolls and the table's messages they settled, and those of a round not yet
+    accepted on the newest page): the whole chain is behind `GET .../audit` and in `gm show --json`.
+    """
+
+    rounds: int
+    after: int
+    limit: int
+    first: int | None = None
+    last: int | None = None
+    earlier: bool
+    later: bool
+    whole: bool
+
+
 class TranscriptPublic(BaseModel):
-    """The whole story: what `gm show --json` prints and `GET /api/stories/{id}` answers."""
+    """The story: what `gm show --json` prints (whole) and `GET /api/stories/{id}` answers (a page of rounds)."""
 
     story: StoryPublic
     rounds: list[RoundPublic]
     integrity: IntegrityPublic | None = None  # absent only in transcripts exported before gm kept one
+    page: PagePublic | None = None  # the rounds a page holds (the API's); null for a whole transcript
 
 
 def outcomes_from(stored: Sequence[Mapping[str, Any]]) -> list[OutcomePublic]:

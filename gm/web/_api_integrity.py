@@ -12,7 +12,8 @@ from fastapi import APIRouter
 
 from gm.integrity.audit import audit
 from gm.integrity.seeds import reveal
-from gm.web.api import ServiceDep, TokenDep, viewed_transcript
+from gm.web._transcript_page import viewed_transcript
+from gm.web.api import ServiceDep, TokenDep
 from gm.web.schemas import errors
 
 router = APIRouter(prefix="/api")

@@ -15,14 +15,14 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gm.engine.commands import RollDice, Say, SetDice, Simple, parse_command
 from gm.engine.results import RoundEvents, RoundPaused, RoundResult
 from gm.engine.table import OWNER, Viewer
-from gm.engine.transcript import sheets, story_public, transcript
+from gm.engine.transcript import sheets, story_public
 from gm.engine.typed_dice import read_faces
 from gm.errors import BrokenWorld, Conflict, Forbidden, GmError, RoundWaiting, UsageError
 from gm.integrity.secret import refuse_if_ended
@@ -31,6 +31,7 @@ from gm.transcript.shapes import QuestionPublic, StoryPublic, TranscriptPublic
 from gm.transcript.sheets import SheetsPublic
 from gm.web._live import Relay
 from gm.web._seated import play_seated, round_for
+from gm.web._transcript_page import AFTER, LIMIT, MOST_PAGE_ROUNDS, PAGE_ROUNDS, viewed_transcript
 from gm.web.schemas import (
     EVENT_STREAM,
     AbandonedOut,
@@ -107,13 +108,20 @@ def start_story(body: StoryIn, app: ServiceDep, token: TokenDep) -> StartedOut:
     return StartedOut(story=_story(app, story_id), token=story_token)
 
 
-@router.get("/stories/{story_id}", responses=errors(401, 404))
-async def get_story(story_id: str, app: ServiceDep, token: TokenDep) -> TranscriptPublic:
-    """The story with its whole transcript (the shape of `gm show --json`), as its player sees it: a secret
+@router.get("/stories/{story_id}", responses=errors(401, 404, 422))
+async def get_story(
+    story_id: str,
+    app: ServiceDep,
+    token: TokenDep,
+    after: Annotated[int | None, Query(ge=0, description=AFTER)] = None,
+    limit: Annotated[int, Query(ge=1, le=MOST_PAGE_ROUNDS, description=LIMIT)] = PAGE_ROUNDS,
+) -> TranscriptPublic:
+    """The story with a page of its transcript (the shape of `gm show --json`, with `page` saying which rounds it
+    holds): by default its newest 200 rounds; `after` and `limit` ask for others. As its player sees it: a secret
     roll not yet revealed has no card, and is a sealed stub in the chain (gm.integrity.secret). A seat's token
     reads the seat's view: its own character's secret rolls and whispers, its own Dice setting (docs/table.md)."""
     viewer = await app.viewer(story_id, token)
-    return await app.game.store.off_loop(viewed_transcript, app, story_id, viewer)
+    return await app.game.store.off_loop(viewed_transcript, app, story_id, viewer, limit, after)
 
 
 @router.get("/stories/{story_id}/sheet", responses=errors(401, 404))
@@ -135,14 +143,6 @@ def seat_sheet(found: SheetsPublic, viewer: Viewer) -> SheetsPublic:
         shown={name: words for name, words in found.shown.items() if viewer.sees(name)},
         changes=[change for change in found.changes if viewer.sees(change.character)],
     )
-
-
-def viewed_transcript(app: Service, story_id: str, viewer: Viewer) -> TranscriptPublic:
-    """The transcript as `viewer` reads it; the owner's of a story without seats is today's player transcript."""
-    if viewer.is_owner:
-        seated = app.seated(story_id)
-        viewer = Viewer(seated=seated) if seated else viewer
-    return transcript(app.game.store, story_id, player=True, viewer=None if viewer is OWNER else viewer)
 
 
 @router.post("/stories/{story_id}/end", responses=errors(401, 403, 404, 409))

@@ -40,7 +40,7 @@ def test_every_error_is_documented_with_its_shape(store: Store, worlds: Path) ->
     expected = {
         ("get", "/api/worlds"): {"400", "413"},
         ("post", "/api/stories"): {"400", "401", "404", "413", "422"},
-        ("get", "/api/stories/{story_id}"): {"400", "401", "404", "413"},
+        ("get", "/api/stories/{story_id}"): {"400", "401", "404", "413", "422"},  # 422: a bad page
         ("put", "/api/stories/{story_id}/settings"): {"400", "401", "403", "404", "413", "422"},
         ("post", "/api/stories/{story_id}/messages"): {"400", "401", "403", "404", "409", "413", "422", "502"},
         ("post", "/api/stories/{story_id}/regenerate"): {"400", "401", "403", "404", "409", "413", "502"},

@@ -11,6 +11,7 @@ const base = `/api/stories/${encodeURIComponent(storyId)}`;
 const titleLine = document.getElementById("story-title");
 const list = document.getElementById("rounds");
 const emptyNote = document.getElementById("empty");
+const earlierNote = document.getElementById("earlier");
 const status = document.getElementById("status");
 const errorLine = document.getElementById("error");
 const form = document.getElementById("say");
@@ -30,7 +31,7 @@ const RESULT_WORDS = { succeeded: "success", partial: "partial success", failed:
 
 let token = null;
 let dice = "shown"; // the story's Dice setting: "shown" or "hidden"
-let rounds = []; // the transcript's rounds, as GET /api/stories/{id} gives them
+let rounds = []; // the transcript's rounds, as GET /api/stories/{id} gives them (its newest page)
 let live = null; // the round being played: {round, replaces, base}
 let busy = false;
 let gathered = ""; // who a together round still waits for, once this page's action is gathered
@@ -176,7 +177,7 @@ async function showSheets(changes = []) {
   const data = await answer.json();
   sheetPanel.hidden = !data.sheet;
   if (data.sheet) sheetList.replaceChildren(...sheetCards(data.shown || {}, changes));
-  sheetPanel.dataset.round = String(rounds.length);
+  sheetPanel.dataset.round = String(rounds.length ? rounds[rounds.length - 1].number : 0);
 }
 
 function shownRounds() {
@@ -422,6 +423,15 @@ function takeToken() {
   return storyToken(storyId);
 }
 
+/** Say that the story's earlier rounds are not shown: the page holds its newest (GET /api/stories/{id}). */
+function showEarlier(page) {
+  earlierNote.hidden = !(page && page.earlier && page.first);
+  if (!earlierNote.hidden) {
+    const before = page.first - 1;
+    earlierNote.textContent = `The ${before} earlier round${before === 1 ? " is" : "s are"} not shown here.`;
+  }
+}
+
 /** Read the story as this viewer may see it, and draw it. */
 async function read() {
   const answer = await api(base);
@@ -435,6 +445,7 @@ async function read() {
   saveStory(storyId, token, data.story.title);
   dice = data.story.settings.dice;
   rounds = data.rounds;
+  showEarlier(data.page);
   showFairness(data.story, data.integrity);
   showTime(data.story.time);
   markDice();
