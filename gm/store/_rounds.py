@@ -309,7 +309,7 @@ _COUNT = (
 )
 # Counted only while `holder` holds the lease, which the same statement lets go.
 _COUNT_AND_LET_GO = _COUNT.where(STORIES.c.lease_holder == bindparam("holder")).values(
-    lease_holder=None, lease_expires=None
+    lease_holder=None, lease_expires=None, lease_process=None
 )
 # A round written, returning its id; nothing written (and no id) where the story has a round of that number already.
 _ROUND_UNLESS_PLAYED = {
