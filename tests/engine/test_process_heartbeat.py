@@ -25,6 +25,7 @@ from gm.testing import reply, slow
 from tests.support.rounds import narrate_roll, roll_mara, table
 from tests.support.worlds import write_world
 
+HEIST = Path(__file__).resolve().parents[2] / "worlds" / "harbour-heist"
 SHORT = RoundSettings(lease_seconds=0.6, heartbeat_seconds=0.15)
 BEAT = "INSERT INTO lease_processes"
 
@@ -158,4 +159,7 @@ def test_a_round_writes_its_story_row_at_most_three_times(store: Store, tmp_path
         asyncio.run(play([roll_mara(), lambda request: slow(narrate_roll()(request), 0.5)], [11]))
     with story_row_versions(store) as plain:
         asyncio.run(play([slow(reply("The harbour is quiet."), 0.5)], None))
-    assert (rolled, plain) == ([3], [2])
+    world = HEIST  # characters' sheets that can change: the sheets are written with the round's count
+    with story_row_versions(store) as sheets:
+        asyncio.run(play([slow(reply("The harbour is quiet."), 0.5)], None))
+    assert (rolled, plain, sheets) == ([3], [2], [2])
