@@ -38,13 +38,19 @@ the scenario, ramp and memory keeper included, divided by every round they answe
 server's throughput follows); server RSS (the servers' resident memory once the scenario and its
 memory keeper are done; a server plays every scenario of a run, so this grows with the stories made);
 probe p50/p99: the latency of `GET /api/none` (a 404 from the app, no database) sent every 50 ms on its
-own connection: the event loop's stalls.
+own connection: the event loop's stalls. Story-row updates per round (PostgreSQL): the rows of `stories`
+PostgreSQL updated over the scenario (pg_stat_user_tables.n_tup_upd, read once the servers' connections have
+reported theirs) over every round answered; each is a new version of a story row. RSS before / peak / end /
+idle: the servers' resident memory before the scenario's stories are made, the most seen while it played
+(read every half second), once it and its memory keeper are done, and `IDLE_AFTER` seconds later (a quiet
+server gives its allocator's free memory back: gm.web.process).
 The memory keeper runs after each round is answered, on the same server; its calls wait the delay
 too, are in no round's latency, and each scenario waits for them to finish before the next starts.
 
 Side by side: `--baseline /work/base` runs a second set of servers with that tree's Python
-(`/work/base/.venv/bin/python -m gm.cli serve`: the code before issue 15), each variant on its own
-database; every scenario is played by both in turn (who goes first alternates), so before and
+(`/work/base/.venv/bin/python -m gm.cli serve`: the code before issue 15) and its gm (PYTHONPATH is set
+to the tree, so a tree exported with `git archive` beside a symlinked .venv serves its own code), each
+variant on its own database; every scenario is played by both in turn (who goes first alternates), so before and
 after come from one run on one machine.
 
 How to run
@@ -55,6 +61,12 @@ From the project root, with the virtualenv active::
     python bench/serve_bench.py --quick             # smoke run: 2 s a level, 15 s of players
     python bench/serve_bench.py --postgres postgresql://postgres@127.0.0.1:5432/test \\
         --players 1000 --think 10 --model-latency 1 --processes 2 --baseline /work/base
+
+Many stories (issue 40; 1,000 stories back to back, the fake answering in 200 ms, 2 processes on
+PostgreSQL)::
+
+    python bench/serve_bench.py --postgres postgresql://postgres@127.0.0.1:5432/test \\
+        --levels 100 1000 --delay 0.2 --seconds 30 --processes 2 --baseline /tmp/base
 
 PostgreSQL is used when `--postgres` or GM_TEST_POSTGRES_URL names a server: fresh databases are
 created there for the run and dropped after. `--sqlite-only` skips it, `--postgres-only` skips SQLite.
