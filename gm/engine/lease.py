@@ -116,8 +116,12 @@ class RoundLease:
         await self.stop()
         try:
             await self.store.off_loop(self.store.release_lease, self.story_id, self.holder, durable=False)
-        except Exception:  # the round's own error is the one to tell; an unreleased lease runs out by itself
-            log.warning("story %s: its lease could not be let go; it runs out", self.story_id, exc_info=True)
+        except BaseException as error:  # the round's own error is the one to tell; the next beat lets it go
+            # (the process's row would keep it as long as the process lives: it does not run out by itself)
+            self.beating.release_later(self)
+            if not isinstance(error, Exception):
+                raise
+            log.warning("story %s: its lease could not be let go; the next beat will", self.story_id, exc_info=True)
 
     def lost(self) -> None:
         """The heartbeat found this round's lease let go or taken: a lost lease is left to the fence at the end."""
@@ -134,31 +138,44 @@ class Heartbeat:
         self.store, self.settings = store, settings
         self.process = uuid.uuid4().hex
         self.leases: dict[str, RoundLease] = {}  # by holder
+        self.let_go: dict[str, str] = {}  # story: holder, of rounds whose own release failed
         self._task: asyncio.Task[None] | None = None
 
     def add(self, lease: RoundLease) -> None:
         self.leases[lease.holder] = lease
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._beat(), name="heartbeat")
+        self._start()
 
     def remove(self, lease: RoundLease) -> None:
         self.leases.pop(lease.holder, None)
 
+    def release_later(self, lease: RoundLease) -> None:
+        """Let `lease` go with the next beat: its round's release failed, and this process's row keeps it."""
+        self.remove(lease)
+        self.let_go[lease.story_id] = lease.holder
+        self._start()
+
+    def _start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._beat(), name="heartbeat")
+
     async def _beat(self) -> None:
-        """Renew every lease held, every `heartbeat_seconds`, until none is left."""
-        while self.leases:
+        """Renew every lease held, every `heartbeat_seconds`, until none is left (and none is left to let go)."""
+        while self.leases or self.let_go:
             await asyncio.sleep(self.settings.heartbeat_seconds)
-            held = dict(self.leases)
-            if not held:
+            held, let_go = dict(self.leases), dict(self.let_go)
+            if not held and not let_go:
                 return
             stories = {lease.story_id: holder for holder, lease in held.items()}
             try:
                 kept = await self.store.off_loop(
-                    self.store.beat, self.process, self.settings.lease_seconds, stories, durable=False
+                    self.store.beat, self.process, self.settings.lease_seconds, stories, let_go, durable=False
                 )
             except Exception:  # the database is out of reach for now: try again at the next beat
                 log.warning("%d leases could not be renewed; trying again", len(held), exc_info=True)
                 continue
+            for story, holder in let_go.items():
+                if self.let_go.get(story) == holder:
+                    del self.let_go[story]
             for holder, lease in held.items():
                 if holder not in kept and self.leases.pop(holder, None) is not None:
                     lease.lost()

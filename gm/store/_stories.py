@@ -180,12 +180,17 @@ class StoryTables(Tables):
         with self.transaction() as connection:
             return connection.execute(_RENEW, values).rowcount == 1
 
-    def beat(self, process: str, seconds: float, held: dict[str, str] | None = None) -> set[str]:
+    def beat(
+        self, process: str, seconds: float, held: dict[str, str] | None = None, let_go: dict[str, str] | None = None
+    ) -> set[str]:
         """A process's heartbeat: every lease it took as `process` kept `seconds` from now, by one statement that
         touches no story row (gm.store._leases); and which holders of `held` (story id: holder) still hold
-        their story's lease (a round whose lease was let go or taken meanwhile is not among them)."""
+        their story's lease (a round whose lease was let go or taken meanwhile is not among them). The leases of
+        `let_go` (story id: holder; rounds whose own release failed) are let go in the same transaction."""
         until = datetime.now(UTC) + timedelta(seconds=seconds)
         with self.transaction() as connection:
+            for story, holder in (let_go or {}).items():
+                connection.execute(_RELEASE, {"story": story, "holder": holder})
             connection.execute(PROCESS_BEAT[connection.dialect.name], {"process": process, "until": until})
             if not held:
                 return set()

@@ -7,6 +7,7 @@ PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,10 +47,12 @@ def test_one_beat_keeps_every_lease_of_the_process_with_one_statement(store: Sto
     processes: set[str] = set()
     beat = store.beat
 
-    def counted(process: str, seconds: float, held: dict[str, str] | None = None) -> set[str]:
+    def counted(
+        process: str, seconds: float, held: dict[str, str] | None = None, let_go: dict[str, str] | None = None
+    ) -> set[str]:
         calls.append(dict(held or {}))
         processes.add(process)
-        return beat(process, seconds, held)
+        return beat(process, seconds, held, let_go)
 
     store.beat = counted  # type: ignore[method-assign]
     ran = statements(store)
@@ -112,6 +115,30 @@ def test_the_beat_tells_a_round_whose_lease_was_taken(store: Store, caplog: pyte
 
     assert asyncio.run(beat()) == []  # dropped from the beat, and told
     assert "lost its lease" in caplog.text and store.story(story).lease_holder == "thief"
+
+
+def test_a_lease_whose_release_failed_is_let_go_by_the_next_beat(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Else the process's row would keep it for as long as the process lives (its own time is no longer enough)."""
+    story = store.create_story(Story(title="T", world_data={}, settings={})).id
+
+    def failing(story_id: str, holder: str) -> None:
+        raise OSError("the database is out of reach")
+
+    async def round_then_release() -> tuple[str | None, str | None]:
+        lease = RoundLease(store, story, SHORT)
+        assert await lease.open(functools.partial(store.open_attempt, story, regenerate=False, lease=lease.claim))
+        with monkeypatch.context() as patched:
+            patched.setattr(store, "release_lease", failing)
+            await lease.release()
+        still = store.story(story).lease_holder
+        for _ in range(40):  # a few beats
+            await asyncio.sleep(SHORT.heartbeat_seconds / 2)
+            if store.story(story).lease_holder is None:
+                break
+        return still, store.story(story).lease_holder
+
+    still, after = asyncio.run(round_then_release())
+    assert still is not None and after is None
 
 
 @contextmanager
