@@ -91,9 +91,23 @@ class EventTables(Tables):
 
     def publish_event(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None = None) -> int:
         """Write the story's next event and announce it (PostgreSQL); its seq, or 0 if the story is gone."""
-        postgres = self.engine.dialect.name == "postgresql"
-        if postgres:
-            return self._publish_batched(story_id, kind, data, audience)
+        return self.publish_events(story_id, [(kind, data, audience)])
+
+    def publish_events(self, story_id: str, events: list[tuple[str, dict[str, Any], list[str] | None]]) -> int:
+        """Write the story's next events (kind, data, audience), in order, and announce the last (PostgreSQL):
+        one transaction, and on PostgreSQL one round trip, for all of them (a round's events that queued while
+        the one before was written: gm.web._live.Relay). The last one's seq, or 0 if the story is gone."""
+        if not events:
+            return 0
+        if self.engine.dialect.name == "postgresql":
+            return self._publish_batched(story_id, events)
+        seq = 0
+        for kind, data, audience in events:
+            seq = self._publish_one(story_id, kind, data, audience)
+        return seq
+
+    def _publish_one(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None) -> int:
+        """SQLite's: the next seq taken as MAX + 1, again if another connection took it first."""
         for _ in range(TRIES):
             try:
                 with self.transaction() as connection:
@@ -120,23 +134,27 @@ class EventTables(Tables):
                 time.sleep(0.01)
         raise RuntimeError(f"story {story_id}: no event number was free after {TRIES} tries")
 
-    def _publish_batched(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None) -> int:
-        """PostgreSQL's `publish_event`: the turn, the event (numbered by the statement that writes it), its
-        announcement and the commit in one round trip; the story's old events pruned now and then after it."""
-        values = {"story": story_id, "kind": kind, "audience": audience, "data": data, "created_at": now()}
+    def _publish_batched(self, story_id: str, events: list[tuple[str, dict[str, Any], list[str] | None]]) -> int:
+        """PostgreSQL's `publish_events`: the turn, each event (numbered by the statement that writes it, which
+        sees the ones before it), the announcement of the last and the commit in one round trip; the story's
+        old events pruned now and then after it."""
+        at = now()
         try:
             with self.transaction() as connection:
                 batch = Batch(connection)
                 batch.add(_TURN, {"story": story_id})  # publishers of one story take turns (till the commit)
-                written = batch.add(_NUMBERED, values)
+                written = [
+                    batch.add(_NUMBERED, {"story": story_id, "kind": k, "audience": a, "data": d, "created_at": at})
+                    for k, d, a in events
+                ]
                 batch.add(_ANNOUNCE, {"story": story_id, "channel": EVENTS_CHANNEL})
                 batch.send(commit=True)
         except IntegrityError:
             if not self._story_exists(story_id):
                 return 0  # deleted meanwhile: nobody is left to tell
             raise
-        seq = int(written.scalar())
-        if seq > KEEP_EVENTS and seq % PRUNE_EVERY == 0:
+        first, seq = int(written[0].scalar()), int(written[-1].scalar())
+        if seq > KEEP_EVENTS and any(number % PRUNE_EVERY == 0 for number in range(first, seq + 1)):
             with self.transaction() as connection:
                 connection.execute(_PRUNE, {"story": story_id, "through": seq - KEEP_EVENTS})
         return seq
