@@ -38,13 +38,19 @@ the scenario, ramp and memory keeper included, divided by every round they answe
 server's throughput follows); server RSS (the servers' resident memory once the scenario and its
 memory keeper are done; a server plays every scenario of a run, so this grows with the stories made);
 probe p50/p99: the latency of `GET /api/none` (a 404 from the app, no database) sent every 50 ms on its
-own connection: the event loop's stalls.
+own connection: the event loop's stalls. Story-row updates per round (PostgreSQL): the rows of `stories`
+PostgreSQL updated over the scenario (pg_stat_user_tables.n_tup_upd, read once the servers' connections have
+reported theirs) over every round answered; each is a new version of a story row. RSS before / peak / end /
+idle: the servers' resident memory before the scenario's stories are made, the most seen while it played
+(read every half second), once it and its memory keeper are done, and `IDLE_AFTER` seconds later (a quiet
+server gives its allocator's free memory back: gm.web.process).
 The memory keeper runs after each round is answered, on the same server; its calls wait the delay
 too, are in no round's latency, and each scenario waits for them to finish before the next starts.
 
 Side by side: `--baseline /work/base` runs a second set of servers with that tree's Python
-(`/work/base/.venv/bin/python -m gm.cli serve`: the code before issue 15), each variant on its own
-database; every scenario is played by both in turn (who goes first alternates), so before and
+(`/work/base/.venv/bin/python -m gm.cli serve`: the code before issue 15) and its gm (PYTHONPATH is set
+to the tree, so a tree exported with `git archive` beside a symlinked .venv serves its own code), each
+variant on its own database; every scenario is played by both in turn (who goes first alternates), so before and
 after come from one run on one machine.
 
 How to run
@@ -55,6 +61,12 @@ From the project root, with the virtualenv active::
     python bench/serve_bench.py --quick             # smoke run: 2 s a level, 15 s of players
     python bench/serve_bench.py --postgres postgresql://postgres@127.0.0.1:5432/test \\
         --players 1000 --think 10 --model-latency 1 --processes 2 --baseline /work/base
+
+Many stories (issue 40; 1,000 stories back to back, the fake answering in 200 ms, 2 processes on
+PostgreSQL)::
+
+    python bench/serve_bench.py --postgres postgresql://postgres@127.0.0.1:5432/test \\
+        --levels 100 1000 --delay 0.2 --seconds 30 --processes 2 --baseline /tmp/base
 
 PostgreSQL is used when `--postgres` or GM_TEST_POSTGRES_URL names a server: fresh databases are
 created there for the run and dropped after. `--sqlite-only` skips it, `--postgres-only` skips SQLite.
@@ -84,7 +96,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from serve_processes import Connection, Fake, Server, Setup, postgres_database, start_fake, start_servers
+from serve_processes import (
+    Connection,
+    Fake,
+    Server,
+    Setup,
+    postgres_database,
+    start_fake,
+    start_servers,
+    story_updates,
+)
 
 LEVELS = (1, 10, 100)
 FULL_SECONDS = 12.0
@@ -96,6 +117,7 @@ DELAY = 0.05
 REQUEST_SECONDS = 120.0
 GRACE_SECONDS = 30.0  # after the scenario's time, rounds still waiting this long are given up on (and reported)
 PROBE_EVERY = 0.05
+IDLE_AFTER = 8.0  # seconds the servers stay idle after a scenario before their resident memory is read again
 CREATORS = 20  # connections creating a scenario's stories before its clock starts
 LEVEL_INDEX = itertools.count()  # one marker space for every scenario of the run
 
@@ -135,6 +157,10 @@ class Result:
     delay: float = 0.0
     began: float = 0.0  # perf_counter at the scenario's start (rounds' `sent` are on the same clock)
     rss: float = 0.0  # the servers' resident memory once the scenario and its memory keeper are done (MiB)
+    rss_before: float = 0.0  # ... before the scenario's stories were made
+    rss_peak: float = 0.0  # ... the most seen while it played (read every half second)
+    rss_idle: float = 0.0  # ... after the servers were idle IDLE_AFTER seconds more
+    updates: int = -1  # story rows updated over the scenario (PostgreSQL's pg_stat_user_tables; -1: not counted)
 
     def added(self) -> tuple[list[float], list[str]]:
         """Each counted round's latency beyond the fake's delays; and rounds with unexpected call counts."""
@@ -185,6 +211,9 @@ async def scenario(
     kind = "backlogged" if think is None else "players"
     result = Result(setup.variant, setup.database, processes, kind, clients, delay=delay)
     level = next(LEVEL_INDEX)
+    counting = setup.url.startswith("postgresql")
+    updates_before = await asyncio.to_thread(story_updates, setup.url) if counting else 0
+    result.rss_before = result.rss_peak = sum(server.rss_mib() for server in servers)
     stories = await create_stories(servers, clients)
     print(f"  {setup.variant} {setup.database}: {clients} stories made, the clock starts", file=sys.stderr, flush=True)
     ramp = 0.0 if think is None else think
@@ -233,6 +262,8 @@ async def scenario(
                 await connections[turn % len(connections)].request("GET", "/api/none")
                 if sent >= began + ramp:
                     result.probe.append(time.perf_counter() - sent)
+                if turn % 10 == 0:
+                    result.rss_peak = max(result.rss_peak, sum(server.rss_mib() for server in servers))
                 await asyncio.sleep(PROBE_EVERY)
         except (OSError, asyncio.IncompleteReadError, ValueError) as error:
             result.errors.append(f"probe: {type(error).__name__}: {error}")
@@ -267,6 +298,10 @@ async def scenario(
     stats = await fake.stats()
     result.calls, result.keeper_calls = stats["calls"], stats["keeper"]
     result.rss = sum(server.rss_mib() for server in servers)
+    await asyncio.sleep(IDLE_AFTER)
+    result.rss_idle = sum(server.rss_mib() for server in servers)
+    if counting:
+        result.updates = await asyncio.to_thread(story_updates, setup.url) - updates_before
     result.errors += [f"fake: {failure}" for failure in stats["failures"]]
     for server in servers:
         if server.process.poll() is not None:
@@ -295,6 +330,11 @@ def per_round(result: Result) -> str:
     return ms(result.server_cpu_seconds / result.answered) if result.answered else "-"
 
 
+def updates(result: Result) -> str:
+    """Story rows updated per round answered (PostgreSQL), the warm-up's and creation's none."""
+    return f"{result.updates / result.answered:.2f}" if result.updates >= 0 and result.answered else "-"
+
+
 def rate(result: Result) -> float:
     return len(result.played) / result.wall if result.wall > 0 else 0.0
 
@@ -302,8 +342,9 @@ def rate(result: Result) -> float:
 def table(results: Sequence[Result]) -> str:
     lines = [
         "| variant | database | processes | scenario | rounds | rounds/s | added p50 (ms) | added p99 (ms) "
-        "| probe p50 / p99 (ms) | server CPU | server CPU/round (ms) | server RSS (MiB) | bench CPU | fake CPU |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| probe p50 / p99 (ms) | server CPU | server CPU/round (ms) | story-row updates/round "
+        "| RSS before / peak / end / idle (MiB) | bench CPU | fake CPU |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         added, _ = r.added()
@@ -313,7 +354,8 @@ def table(results: Sequence[Result]) -> str:
         lines.append(
             f"| {r.variant} | {r.database} | {r.processes} | {what} | {len(r.played):,}{given_up(r)} | {rate(r):.1f} "
             f"| {middle} "
-            f"| {probe} | {r.server_cpu * 100:.0f}% | {per_round(r)} | {r.rss:.0f} "
+            f"| {probe} | {r.server_cpu * 100:.0f}% | {per_round(r)} | {updates(r)} "
+            f"| {r.rss_before:.0f} / {r.rss_peak:.0f} / {r.rss:.0f} / {r.rss_idle:.0f} "
             f"| {r.bench_cpu * 100:.0f}% | {r.fake_cpu * 100:.0f}% |"
         )
     return "\n".join(lines)
@@ -474,8 +516,10 @@ async def run_all(arguments: argparse.Namespace, folder: Path) -> tuple[list[Res
                     url = f"sqlite:///{folder / f'{variant}.db'}"
                 else:
                     url = stack.enter_context(postgres_database(kind))
-                servers = start_servers(python, url, fake, folder, processes)
-                setups.append(Setup(variant, name, stack.enter_context(servers)))
+                # A baseline tree's servers import gm from that tree (PYTHONPATH), whatever this process imports.
+                extra = {"PYTHONPATH": str(arguments.baseline)} if variant == "before" else {}
+                servers = start_servers(python, url, fake, folder, processes, extra)
+                setups.append(Setup(variant, name, stack.enter_context(servers), url))
             results += await run_database(setups, fake, arguments)
             for setup in setups:
                 setup.stop()

@@ -169,6 +169,7 @@ class Setup:
     variant: str
     database: str
     servers: list[Server]
+    url: str = ""  # the database's URL (PostgreSQL: where the story rows' updates are counted)
 
     def stop(self) -> None:
         for server in self.servers:
@@ -183,10 +184,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def start_servers(python: str, database_url: str, fake: Fake, folder: Path, count: int) -> Iterator[list[Server]]:
-    """`count` `gm serve` processes run by `python` on one database, each on its own port; always terminated."""
+def start_servers(
+    python: str, database_url: str, fake: Fake, folder: Path, count: int, extra: dict[str, str] | None = None
+) -> Iterator[list[Server]]:
+    """`count` `gm serve` processes run by `python` on one database, each on its own port; always terminated.
+    `extra`: environment variables of theirs (a baseline tree's PYTHONPATH)."""
     env = {
         **os.environ,
+        **(extra or {}),
         "GM_DATABASE_URL": database_url,
         "OPENAI_BASE_URL": fake.base_url,
         "OPENAI_API_KEY": "bench-key",
@@ -228,6 +233,23 @@ def _answers(port: int) -> bool:
             return bool(answer.status == 200)
     except OSError:
         return False
+
+
+def story_updates(url: str) -> int:
+    """Rows of the stories table PostgreSQL has updated so far (pg_stat_user_tables.n_tup_upd), once the servers'
+    connections have reported theirs: a backend reports its counts within about 10 s of going idle, so this
+    waits until two reads 2 s apart agree (at most 16 s)."""
+    url = url.replace("postgresql+psycopg://", "postgresql://")
+    query = "SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables WHERE relname = 'stories'"
+    seen, deadline = -1, time.monotonic() + 16
+    with psycopg.connect(url, autocommit=True) as connection:
+        while True:
+            row = connection.execute(query).fetchone()
+            count = int(row[0]) if row else 0
+            if count == seen or time.monotonic() > deadline:
+                return count
+            seen = count
+            time.sleep(2)
 
 
 @contextmanager

@@ -239,7 +239,8 @@ class Settings:
     heartbeat_seconds: float = _setting(
         "GM_HEARTBEAT_SECONDS",
         5.0,
-        "`gm serve`: how often a running round renews its lease; at least twice per lease.",
+        "`gm serve`: how often a process renews the leases of the rounds it runs (one statement for all of them);"
+        " at least twice per lease.",
         _seconds("GM_HEARTBEAT_SECONDS"),
     )
     log_format: LogFormat = _setting(

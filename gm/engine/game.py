@@ -41,8 +41,7 @@ from gm.integrity.fair import check_player_seed
 from gm.integrity.secret import end_story
 from gm.integrity.seeds import first_seed
 from gm.models.client import ChatModel, model_name
-from gm.store import Store, Story
-from gm.store._workers import BACKGROUND
+from gm.store import BACKGROUND, Store, Story
 from gm.transcript.sheets import SheetsPublic
 from gm.world.definition import World
 from gm.world.loading import load_world

@@ -49,8 +49,8 @@ from gm.store._rolls import RollTables
 from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
 from gm.store._seats import ALREADY_ACTED, SeatTables
 from gm.store._sheets import SheetStart, SheetTables, SheetWrite
-from gm.store._stories import StoryTables
-from gm.store._workers import SERVER_THREADS, workers_for
+from gm.store._stories import Claim, StoryTables
+from gm.store._workers import BACKGROUND, SERVER_THREADS, workers_for
 from gm.store.migrations import upgrade
 from gm.store.records import (
     Attempt,
@@ -70,6 +70,7 @@ from gm.store.records import (
 __all__ = [
     "ABANDONED",
     "ALREADY_ACTED",
+    "BACKGROUND",
     "EVENTS_CHANNEL",
     "FORKED_FROM",
     "KEEP_EVENTS",
@@ -80,6 +81,7 @@ __all__ = [
     "READ_AT_MOST",
     "SHORT_ID",
     "Attempt",
+    "Claim",
     "EventsRead",
     "LiveEvent",
     "MemoryEntry",

@@ -10,7 +10,12 @@ finds another was first tries again. So a story's events commit in the
 order of their numbers, and a reader that has seen event N has seen every event before it.
 
 On PostgreSQL the transaction also sends `NOTIFY gm_story_events, '<story> <seq>'`, delivered at commit
-to every process listening on the database (`notifications`): each `gm serve` process wakes the
+to every process listening on the database (`notifications`). There the whole transaction (the turn, the
+event numbered in SQL, the announcement, BEGIN and COMMIT) is one batch (gm.store._batch): one round trip,
+and, its caller asking for no sync (`Hub.publish`), a commit that does not wait for the disk: an event is
+a page's nudge, and a power cut that loses one loses nothing a page cannot read again from the story.
+Before, each event was six round trips and a synced commit: half the database threads' time under
+1,000 stories (docs/performance.md): each `gm serve` process wakes the
 streams of that story it serves, whichever process wrote the event. On SQLite nothing is announced
 across processes: the process that writes an event wakes its own streams (gm.web._live), which is
 enough for SQLite's one serving process.
@@ -29,12 +34,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, text
+from sqlalchemy import String, bindparam, cast, delete, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from gm._text import unstorable
 from gm.store._base import Tables, table_of
+from gm.store._batch import Batch
 from gm.store.records import Story, StoryEvent
 
 log = logging.getLogger(__name__)
@@ -52,10 +58,6 @@ STORIES = table_of(Story)
 
 def now() -> datetime:
     return datetime.now(UTC)
-
-
-_TURN = text("SELECT pg_advisory_xact_lock(hashtext(:story))")
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +91,26 @@ class EventTables(Tables):
 
     def publish_event(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None = None) -> int:
         """Write the story's next event and announce it (PostgreSQL); its seq, or 0 if the story is gone."""
-        postgres = self.engine.dialect.name == "postgresql"
+        return self.publish_events(story_id, [(kind, data, audience)])
+
+    def publish_events(self, story_id: str, events: list[tuple[str, dict[str, Any], list[str] | None]]) -> int:
+        """Write the story's next events (kind, data, audience), in order, and announce the last (PostgreSQL):
+        one transaction, and on PostgreSQL one round trip, for all of them (a round's events that queued while
+        the one before was written: gm.web._live.Relay). The last one's seq, or 0 if the story is gone."""
+        if not events:
+            return 0
+        if self.engine.dialect.name == "postgresql":
+            return self._publish_batched(story_id, events)
+        seq = 0
+        for kind, data, audience in events:
+            seq = self._publish_one(story_id, kind, data, audience)
+        return seq
+
+    def _publish_one(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None) -> int:
+        """SQLite's: the next seq taken as MAX + 1, again if another connection took it first."""
         for _ in range(TRIES):
             try:
                 with self.transaction() as connection:
-                    if postgres:  # publishers of one story take turns (the lock goes with the transaction)
-                        connection.execute(_TURN, {"story": story_id})
                     newest = connection.execute(_NEWEST, {"story": story_id}).scalar_one()
                     seq = int(newest) + 1
                     connection.execute(
@@ -109,11 +125,7 @@ class EventTables(Tables):
                         },
                     )
                     if seq > KEEP_EVENTS and seq % PRUNE_EVERY == 0:
-                        connection.execute(
-                            delete(EVENTS).where(EVENTS.c.story_id == story_id, EVENTS.c.seq <= seq - KEEP_EVENTS)
-                        )
-                    if postgres:
-                        connection.execute(_NOTIFY, {"channel": EVENTS_CHANNEL, "payload": f"{story_id} {seq}"})
+                        connection.execute(_PRUNE, {"story": story_id, "through": seq - KEEP_EVENTS})
                 return seq
             except IntegrityError:
                 if not self._story_exists(story_id):
@@ -121,6 +133,31 @@ class EventTables(Tables):
             except OperationalError:  # SQLite: another connection wrote first (gm serve writes from one thread)
                 time.sleep(0.01)
         raise RuntimeError(f"story {story_id}: no event number was free after {TRIES} tries")
+
+    def _publish_batched(self, story_id: str, events: list[tuple[str, dict[str, Any], list[str] | None]]) -> int:
+        """PostgreSQL's `publish_events`: the turn, each event (numbered by the statement that writes it, which
+        sees the ones before it), the announcement of the last and the commit in one round trip; the story's
+        old events pruned now and then after it."""
+        at = now()
+        try:
+            with self.transaction() as connection:
+                batch = Batch(connection)
+                batch.add(_TURN, {"story": story_id})  # publishers of one story take turns (till the commit)
+                written = [
+                    batch.add(_NUMBERED, {"story": story_id, "kind": k, "audience": a, "data": d, "created_at": at})
+                    for k, d, a in events
+                ]
+                batch.add(_ANNOUNCE, {"story": story_id, "channel": EVENTS_CHANNEL})
+                batch.send(commit=True)
+        except IntegrityError:
+            if not self._story_exists(story_id):
+                return 0  # deleted meanwhile: nobody is left to tell
+            raise
+        first, seq = int(written[0].scalar()), int(written[-1].scalar())
+        if seq > KEEP_EVENTS and any(number % PRUNE_EVERY == 0 for number in range(first, seq + 1)):
+            with self.transaction() as connection:
+                connection.execute(_PRUNE, {"story": story_id, "through": seq - KEEP_EVENTS})
+        return seq
 
     def events_after(self, story_id: str, after: int) -> EventsRead:
         """The story's events after seq `after` (at most `READ_AT_MOST`), oldest first, with the story's state."""
@@ -148,6 +185,31 @@ class EventTables(Tables):
 
 
 _NEWEST = select(func.coalesce(func.max(EVENTS.c.seq), 0)).where(EVENTS.c.story_id == bindparam("story"))
+_PRUNE = delete(EVENTS).where(EVENTS.c.story_id == bindparam("story"), EVENTS.c.seq <= bindparam("through"))
+# PostgreSQL's: the turn (an advisory lock the transaction holds), the event written as the story's next, and the
+# announcement of the newest event (the one just written: the turn keeps every other publisher of the story out).
+_TURN = select(func.pg_advisory_xact_lock(func.hashtext(bindparam("story", type_=String))))
+_NUMBERED = (
+    insert(EVENTS)
+    .from_select(
+        ["story_id", "seq", "kind", "audience", "data", "created_at"],
+        select(
+            bindparam("story", type_=String),
+            _NEWEST.scalar_subquery() + 1,
+            bindparam("kind", type_=String),
+            bindparam("audience", type_=EVENTS.c.audience.type),
+            bindparam("data", type_=EVENTS.c.data.type),
+            bindparam("created_at", type_=EVENTS.c.created_at.type),
+        ),
+    )
+    .returning(EVENTS.c.seq)
+)
+_ANNOUNCE = select(
+    func.pg_notify(
+        bindparam("channel", type_=String),
+        bindparam("story", type_=String) + " " + cast(_NEWEST.scalar_subquery(), String),
+    )
+)
 _TOKEN = select(STORIES.c.token_hash).where(STORIES.c.id == bindparam("story"))
 _AFTER = (
     select(EVENTS.c.seq, EVENTS.c.kind, EVENTS.c.audience, EVENTS.c.data)

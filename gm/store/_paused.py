@@ -53,7 +53,7 @@ class PausedTables(Tables):
                 update(Story)
                 .where(col(Story.id) == paused.story_id)
                 .where(col(Story.lease_holder) == holder)
-                .values(lease_holder=None, lease_expires=None)
+                .values(lease_holder=None, lease_expires=None, lease_process=None)
             )
             if session.execute(fence).rowcount != 1:  # type: ignore[attr-defined]
                 raise LeaseLost(LEASE_LOST)

@@ -42,9 +42,11 @@ class RollTables(Tables):
     def record_roll(self, roll: RollRecord) -> RollRecord:
         """Write a roll now, in its own transaction, so no later failure can lose or change it.
 
-        The roll becomes the next link of its story's chain: the story's count is claimed first (one
-        UPDATE, so two writers queue instead of forking the chain), then the roll gets that place and
-        the hash of the roll before, and the story the new head. A fair roll comes with the place and
+        The roll becomes the next link of its story's chain: the story's row is claimed first (on PostgreSQL
+        locked by `SELECT ... FOR UPDATE`, on SQLite by an UPDATE that takes the database's write lock, so two
+        writers queue instead of forking the chain), then the roll gets the next place and the hash of the
+        roll before, and the story its new length and head in one UPDATE: on PostgreSQL one new version of the
+        story's row a roll (two before, docs/performance.md). A fair roll comes with the place and
         seed epoch it was derived for (see gm.integrity.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
         """
         with self.transaction() as connection:
@@ -63,7 +65,7 @@ class RollTables(Tables):
             _put(roll, id=next_id, seq=place, prev_hash=head or genesis(roll.story_id))
             link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
             batch.add(_ROLL, values_of(roll))
-            batch.add(_HEAD, {"story": roll.story_id, "head": link})
+            batch.add(_HEAD, {"story": roll.story_id, "head": link, "place": place})
             batch.send(commit=True)  # nothing after it can refuse the roll
         return roll
 
@@ -160,18 +162,25 @@ ATTEMPTS = table_of(Attempt)
 STORIES = table_of(Story)
 CALLS = table_of(ModelCall)
 # The story's next place in its chain claimed, returning it with the chain's head, the seed epoch and the id the
-# roll will get, taken before it is written (its hash covers its id): PostgreSQL's sequence for the column; on
-# SQLite the id it would give itself (its largest rowid + 1: the table has no AUTOINCREMENT, and the claim holds
-# the database's write lock until the roll is written).
-_CLAIMED = update(STORIES).where(STORIES.c.id == bindparam("story")).values(chain_length=STORIES.c.chain_length + 1)
-_CHAIN = (STORIES.c.chain_length, STORIES.c.chain_head, STORIES.c.seed_epoch)
+# roll will get, taken before it is written (its hash covers its id): PostgreSQL's sequence for the column, the
+# story's row locked till the commit (a lock, not a new version of the row); on SQLite the id it would give itself
+# (its largest rowid + 1: the table has no AUTOINCREMENT), the UPDATE (which changes nothing) taking the database's
+# write lock until the roll is written.
+_STORY_ID = STORIES.c.id == bindparam("story")
+_NEXT_PLACE = STORIES.c.chain_length + 1
+_CHAIN = (_NEXT_PLACE, STORIES.c.chain_head, STORIES.c.seed_epoch)
 _CLAIM = {
-    "postgresql": _CLAIMED.returning(*_CHAIN, literal_column("nextval(pg_get_serial_sequence('rolls', 'id'))")),
-    "sqlite": _CLAIMED.returning(*_CHAIN, sql_select(func.coalesce(func.max(ROLLS.c.id), 0) + 1).scalar_subquery()),
+    "postgresql": sql_select(*_CHAIN, literal_column("nextval(pg_get_serial_sequence('rolls', 'id'))"))
+    .where(_STORY_ID)
+    .with_for_update(),
+    "sqlite": update(STORIES)
+    .where(_STORY_ID)
+    .values(chain_length=STORIES.c.chain_length)
+    .returning(*_CHAIN, sql_select(func.coalesce(func.max(ROLLS.c.id), 0) + 1).scalar_subquery()),
 }
 _ROLL = insert(ROLLS)
 CALLS_INSERT = insert(CALLS)
-_HEAD = update(STORIES).where(STORIES.c.id == bindparam("story")).values(chain_head=bindparam("head"))
+_HEAD = update(STORIES).where(_STORY_ID).values(chain_length=bindparam("place"), chain_head=bindparam("head"))
 _ABANDON = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.story_id == bindparam("story"), ATTEMPTS.c.status == "running")

@@ -30,7 +30,7 @@ from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_pas
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
 from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
 from gm.store._seats import SETTLE
-from gm.store._sheets import CHANGES_INSERT, DROP_REPLACED, SHEET_UPDATE, SheetStart, SheetWrite, sheet_start
+from gm.store._sheets import CHANGES_INSERT, DROP_REPLACED, SHEET_VALUES, SheetStart, SheetWrite, sheet_start
 from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
 from gm.transcript.shapes import QuestionPublic
@@ -147,7 +147,9 @@ class RoundTables(Tables):
             accepted = batch.add(_ACCEPT, on_round)
             # Counted before a regenerated round's earlier version goes: it adds none (`_COUNTED`).
             counted = {**on_round, "round_clock": record.clock, "holder": holder}
-            count = batch.add(_COUNT if holder is None else _COUNT_AND_LET_GO, counted)
+            if sheet is not None:  # the story's sheets set by the same UPDATE: one new version of its row, not two
+                counted |= {"sheet": sheet.sheets, "sheet_length": sheet.length, "sheet_head": sheet.head}
+            count = batch.add(_COUNTING[holder is not None, sheet is not None], counted)
             # These two touch only a regenerated round's earlier version; SQLite, where the attempt has answered
             # already, runs them only for one.
             if not accepted.done or accepted.scalar():
@@ -159,11 +161,8 @@ class RoundTables(Tables):
             written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
             if calls:
                 batch.add(CALLS_INSERT, [values_of(call) for call in calls])
-            if sheet is not None:
-                if sheet.changes:
-                    batch.add(CHANGES_INSERT, [values_of(change) for change in sheet.changes])
-                sheet_values = {"story": story_id, "sheet": sheet.sheets, "sheet_length": sheet.length}
-                batch.add(SHEET_UPDATE, {**sheet_values, "sheet_head": sheet.head})
+            if sheet is not None and sheet.changes:
+                batch.add(CHANGES_INSERT, [values_of(change) for change in sheet.changes])
             if record.actions:  # the table's messages this round settled (gm.store._seats)
                 settled = [{"story": story_id, "message": a["message"], "round_no": number} for a in record.actions]
                 batch.add(SETTLE, settled)
@@ -315,8 +314,15 @@ _COUNT = (
 )
 # Counted only while `holder` holds the lease, which the same statement lets go.
 _COUNT_AND_LET_GO = _COUNT.where(STORIES.c.lease_holder == bindparam("holder")).values(
-    lease_holder=None, lease_expires=None
+    lease_holder=None, lease_expires=None, lease_process=None
 )
+# By (fenced on the lease, sheets written): the round's one UPDATE of its story row as it is accepted.
+_COUNTING = {
+    (False, False): _COUNT,
+    (True, False): _COUNT_AND_LET_GO,
+    (False, True): _COUNT.values(SHEET_VALUES),
+    (True, True): _COUNT_AND_LET_GO.values(SHEET_VALUES),
+}
 # A round written, returning its id; nothing written (and no id) where the story has a round of that number already.
 _ROUND_UNLESS_PLAYED = {
     "postgresql": postgresql_insert(ROUNDS).on_conflict_do_nothing().returning(ROUNDS.c.id),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, update
+from sqlalchemy import bindparam, delete, insert
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 
@@ -59,11 +59,12 @@ DROP_REPLACED = delete(CHANGES).where(
     CHANGES.c.story_id == bindparam("story"), CHANGES.c.round_number == bindparam("round_no"), _REGENERATING
 )
 CHANGES_INSERT = insert(CHANGES)
-SHEET_UPDATE = (
-    update(STORIES)
-    .where(STORIES.c.id == bindparam("story"))
-    .values(sheet=bindparam("sheet"), sheet_length=bindparam("sheet_length"), sheet_head=bindparam("sheet_head"))
-)
+# The story's sheets as a round left them: set by the UPDATE that counts the round (gm.store._rounds).
+SHEET_VALUES = {
+    STORIES.c.sheet: bindparam("sheet", type_=STORIES.c.sheet.type),
+    STORIES.c.sheet_length: bindparam("sheet_length"),
+    STORIES.c.sheet_head: bindparam("sheet_head"),
+}
 
 
 def sheet_start(connection: Connection, story: Any, number: int, regenerate: bool) -> SheetStart:

@@ -1,10 +1,11 @@
 """The store's stories: written, found by a whole or shortened id, listed, and the round lease on each.
 
 Two rounds of one story never run at once: a lease on the story row, taken with one conditional
-UPDATE, holds across processes on SQLite and PostgreSQL alike (gm.engine.lease). A round takes it in the
-transaction that opens its attempt and lets it go in the one that accepts the round (gm.store._rounds);
-the methods here take, renew and release it each in a short transaction of their own, for the
-heartbeat, for work done under the lease outside a round (a reveal, an end, an abandon) and for a
+UPDATE, holds across processes on SQLite and PostgreSQL alike (gm.engine.lease); while its round runs
+it is kept by its process's row (gm.store._leases), whose heartbeat keeps all of the process's leases.
+A round takes it in the transaction that opens its attempt and lets it go in the one that accepts the
+round (gm.store._rounds); the methods here take, renew and release it each in a short transaction of
+their own, for the heartbeat, for work done under the lease outside a round (a reveal, an end, an abandon) and for a
 round that failed.
 """
 
@@ -22,6 +23,7 @@ from gm._text import unstorable
 from gm.errors import AmbiguousStory, Conflict, StoryBusy, StoryNotFound
 from gm.store._base import ID_PREFIX, SHORT_ID, Tables, row_of, table_of
 from gm.store._events import EVENTS_CHANNEL
+from gm.store._leases import HOLDERS, LEASE_FREE, LEASE_HELD, PROCESS_BEAT
 from gm.store.records import (
     Attempt,
     MemoryEntry,
@@ -37,20 +39,22 @@ from gm.store.records import (
     StoryEvent,
     TableMessage,
 )
-from gm.transcript.shapes import as_utc
 
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """Who takes a story's lease, and for how long from the moment it is taken (`holder` is unique per round)."""
+    """Who takes a story's lease, and for how long from the moment it is taken (`holder` is unique per round);
+    `process`, whose row keeps it after that (gm.store._leases; None: nothing keeps it but renewals)."""
 
     holder: str
     seconds: float
+    process: str | None = None
 
     def values(self, story_id: str) -> dict[str, Any]:
         """The parameters of `LEASE_TAKE`, timed now: in the worker thread, as the transaction runs."""
         now = datetime.now(UTC)
-        return {"story": story_id, "now": now, "holder": self.holder, "until": now + timedelta(seconds=self.seconds)}
+        until = now + timedelta(seconds=self.seconds)
+        return {"story": story_id, "now": now, "holder": self.holder, "until": until, "process": self.process}
 
 
 class StoryTables(Tables):
@@ -124,8 +128,7 @@ class StoryTables(Tables):
             found = connection.execute(_STORY, {"story": story_id}).mappings().first()
             if found is None:
                 raise StoryNotFound(story_id)
-            held = found["lease_holder"] is not None and found["lease_expires"] is not None
-            if held and not force and as_utc(found["lease_expires"]) > now:
+            if not force and connection.execute(_IS_HELD, {"story": story_id, "now": now}).first() is not None:
                 raise StoryBusy("a round of this story is being played right now; delete it when that round is done")
             forks = list((found["settings"] or {}).get("forks") or [])
             if forks and (kept := connection.execute(sql_select(STORIES.c.id).where(STORIES.c.id.in_(forks))).first()):
@@ -171,10 +174,28 @@ class StoryTables(Tables):
             return connection.execute(LEASE_TAKE, Claim(holder, seconds).values(story_id)).rowcount == 1
 
     def renew_lease(self, story_id: str, holder: str, seconds: float) -> bool:
-        """Extend `holder`'s lease to `seconds` from now; False (and nothing changed) if it holds it no more."""
+        """Extend `holder`'s own time on the lease to `seconds` from now (one story row; a round's lease is kept
+        by its process's beat instead, `beat`); False (and nothing changed) if it holds it no more."""
         values = {"story": story_id, "holder": holder, "until": datetime.now(UTC) + timedelta(seconds=seconds)}
         with self.transaction() as connection:
             return connection.execute(_RENEW, values).rowcount == 1
+
+    def beat(
+        self, process: str, seconds: float, held: dict[str, str] | None = None, let_go: dict[str, str] | None = None
+    ) -> set[str]:
+        """A process's heartbeat: every lease it took as `process` kept `seconds` from now, by one statement that
+        touches no story row (gm.store._leases); and which holders of `held` (story id: holder) still hold
+        their story's lease (a round whose lease was let go or taken meanwhile is not among them). The leases of
+        `let_go` (story id: holder; rounds whose own release failed) are let go in the same transaction."""
+        until = datetime.now(UTC) + timedelta(seconds=seconds)
+        with self.transaction() as connection:
+            for story, holder in (let_go or {}).items():
+                connection.execute(_RELEASE, {"story": story, "holder": holder})
+            connection.execute(PROCESS_BEAT[connection.dialect.name], {"process": process, "until": until})
+            if not held:
+                return set()
+            found = connection.execute(HOLDERS, {"stories": list(held)})
+            return {holder for story, holder in found if holder is not None and held.get(story) == holder}
 
     def release_lease(self, story_id: str, holder: str) -> None:
         with self.transaction() as connection:
@@ -185,12 +206,13 @@ STORIES = table_of(Story)
 GONE = text(f"SELECT pg_notify('{EVENTS_CHANNEL}', :payload)")
 _STORY = sql_select(STORIES).where(STORIES.c.id == bindparam("story"))
 _HELD = (STORIES.c.id == bindparam("story")) & (STORIES.c.lease_holder == bindparam("holder"))
-_FREE = STORIES.c.lease_holder.is_(None) | (STORIES.c.lease_expires < bindparam("now"))
-# Taken only if nobody holds it or the holder's time ran out; a round's opening adds RETURNING (gm.store._rounds).
+_IS_HELD = sql_select(STORIES.c.id).where(STORIES.c.id == bindparam("story"), LEASE_HELD)
+# Taken only if nobody holds it, or both the holder's time and its process's ran out; a round's opening adds
+# RETURNING (gm.store._rounds).
 LEASE_TAKE = (
     update(STORIES)
-    .where(STORIES.c.id == bindparam("story"), _FREE)
-    .values(lease_holder=bindparam("holder"), lease_expires=bindparam("until"))
+    .where(STORIES.c.id == bindparam("story"), LEASE_FREE)
+    .values(lease_holder=bindparam("holder"), lease_expires=bindparam("until"), lease_process=bindparam("process"))
 )
 _RENEW = update(STORIES).where(_HELD).values(lease_expires=bindparam("until"))
-_RELEASE = update(STORIES).where(_HELD).values(lease_holder=None, lease_expires=None)
+_RELEASE = update(STORIES).where(_HELD).values(lease_holder=None, lease_expires=None, lease_process=None)

@@ -104,6 +104,7 @@ class Story(Built, StoryBase, table=True):
     summary_through: int = 0  # the last round folded into `summary`
     lease_holder: str | None = None
     lease_expires: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+    lease_process: str | None = None  # the process whose beat keeps the lease after `lease_expires` (gm.store._leases)
     token_hash: str | None = None  # sha256 of the story's secret token, for the web API; None for local stories
     # Dice integrity (gm.transcript.chain, gm.integrity.fair): the chain's length and newest hash, and a fair story's
     # seeds.

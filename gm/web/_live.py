@@ -121,7 +121,11 @@ class Hub:
 
     async def publish(self, story_id: str, kind: str, data: dict[str, Any], audience: list[str] | None = None) -> int:
         """Write the story's next event and wake its streams (here; on PostgreSQL, in every process)."""
-        seq = await self.store.off_loop(self.store.publish_event, story_id, kind, data, audience, durable=False)
+        return await self.publish_all(story_id, [(kind, data, audience)])
+
+    async def publish_all(self, story_id: str, events: list[tuple[str, dict[str, Any], list[str] | None]]) -> int:
+        """Write the story's next events, in order, in one transaction, and wake its streams; the last one's seq."""
+        seq = await self.store.off_loop(self.store.publish_events, story_id, events, durable=False)
         if not self.announced:
             self.wake(story_id)  # on PostgreSQL the announcement comes back to this process as to the others
         return seq
@@ -210,12 +214,15 @@ class Relay:
             self._writer = self.loop.create_task(self._write())
 
     async def _write(self) -> None:
+        """Write what queued, in order: the events that queued while the one before was written go together, in
+        one transaction (under load a round's events wait on the database threads, and come in twos and threes)."""
         while self._queue:
-            kind, data = self._queue.pop(0)
+            queued, self._queue = self._queue, []
             try:
-                await self.hub.publish(self.story_id, kind, data)
+                await self.hub.publish_all(self.story_id, [(kind, data, None) for kind, data in queued])
             except Exception:  # a viewer misses an event (and sees it when they read the story): the round goes on
-                log.exception("could not publish a %s event of story %s", kind, self.story_id)
+                kinds = ", ".join(kind for kind, _ in queued)
+                log.exception("could not publish the %s events of story %s", kinds, self.story_id)
 
     async def settled(self) -> None:
         # The engine's last events may still be on their way from its thread: let them land first.

@@ -28,20 +28,81 @@ bottleneck. `SWITCH_SECONDS` (0.5 ms) makes the loop hand over sooner: in bench/
 stories played back to back on SQLite made 1.5 times as many rounds a second (two runs of each,
 alternating, on a loaded machine).
 
+Memory after a load. The C allocator (glibc's malloc) keeps the memory a load's objects freed, for
+the next load, and gives little of it back: at 1,000 stories a server grew from about 130 to 210 MiB
+and stayed there once they ended (bench/serve_bench.py's RSS columns). So the collector's thread also
+watches the process: once it has been quiet for `QUIET_SECONDS` (its CPU time under `QUIET_SHARE` of
+a core meanwhile) after it grew more than `TRIM_GROWTH_BYTES` since its last trim, it asks glibc for
+it back (`malloc_trim(0)`, through ctypes; elsewhere nothing is done). A trim under load would only
+give back what the next round takes again, so none is made while the process works.
+
 A library user's process is left as it is: a developer embedding `Game` in a long-lived server calls
 `tune_server_process()` at start-up, once the app is built.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
+import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 YOUNG_SECONDS = 0.05  # between collections of the young generation
 FULL_SECONDS = 600.0  # between collections of every generation
 SWITCH_SECONDS = 0.0005  # how long a thread runs before one waiting for the GIL gets it (CPython's default: 0.005)
+QUIET_SECONDS = 2.0  # quiet this long after a load, the process gives its allocator's free memory back
+QUIET_SHARE = 0.1  # quiet: CPU time under this share of one core
+TRIM_GROWTH_BYTES = 16 << 20  # grown this much since the last trim (resident memory)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim`, or None where the C library has none (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+def resident_bytes() -> int:
+    """The process's resident memory now (0 where /proc cannot tell)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class Trimmer:
+    """Gives the allocator's free memory back once the process is quiet after a load (see the module)."""
+
+    def __init__(self, quiet_seconds: float = QUIET_SECONDS, growth: int = TRIM_GROWTH_BYTES) -> None:
+        self.quiet_seconds, self.growth = quiet_seconds, growth
+        self.trim = _malloc_trim()
+        self.trims = 0
+        self._low = resident_bytes()  # resident memory after the last trim (or at the start)
+        self._since, self._cpu = time.monotonic(), time.process_time()
+
+    def check(self) -> bool:
+        """Trim if the process has been quiet `quiet_seconds` and grew meanwhile; whether it trimmed."""
+        now = time.monotonic()
+        if self.trim is None or now - self._since < self.quiet_seconds:
+            return False
+        cpu = time.process_time()
+        busy = cpu - self._cpu > QUIET_SHARE * (now - self._since)
+        self._since, self._cpu = now, cpu
+        if busy or resident_bytes() < self._low + self.growth:
+            return False
+        gc.collect()  # what only the collector frees first (a full collection: the process is quiet)
+        self.trim(0)
+        self.trims += 1
+        self._low = resident_bytes()
+        return True
 
 
 class Collector:
@@ -52,6 +113,7 @@ class Collector:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._collect, name="gm-collector", daemon=True)
         self.young = self.full = 0  # collections made so far
+        self.trimmer = Trimmer()
 
     def start(self) -> None:
         self._thread.start()
@@ -70,6 +132,7 @@ class Collector:
             else:
                 gc.collect(0)
                 self.young += 1
+            self.trimmer.check()
 
 
 _collector: Collector | None = None

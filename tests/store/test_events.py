@@ -55,3 +55,18 @@ def test_events_go_with_their_story(store: Store) -> None:
     store.delete_story(story)
     assert not store.events_after(story, 0).exists
     assert store.publish_event(story, "action", {}) == 0  # nobody left to tell
+
+
+def test_events_written_together_take_the_next_numbers_in_order(store: Store) -> None:
+    """A round's events that queued while the one before was written go in one transaction (gm.web._live.Relay)."""
+    story = a_story(store)
+    store.publish_event(story, "action", {})
+    together = [("roll", {"n": 1}, None), ("roll", {"n": 2}, ["seat-a"]), ("round", {"n": 3}, None)]
+    assert store.publish_events(story, together) == 4
+    read = store.events_after(story, 0)
+    assert [(e.seq, e.kind, e.data, e.audience) for e in read.events[1:]] == [
+        (2, "roll", {"n": 1}, None),
+        (3, "roll", {"n": 2}, ["seat-a"]),
+        (4, "round", {"n": 3}, None),
+    ]
+    assert store.publish_event(story, "action", {}) == 5

@@ -23,7 +23,7 @@ from sqlmodel import SQLModel
 from gm.store import Store, Story, make_engine
 from gm.store.migrations import FOLDER, INITIAL, config, upgrade
 
-HEAD = "live"
+HEAD = "lease_processes"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 COLUMNS_OF_TABLE_DICE = [
@@ -31,6 +31,7 @@ COLUMNS_OF_TABLE_DICE = [
     ("rolls", "salt"),
     ("stories", "ended_at"),
 ]  # added by the table_dice revision, with the paused_rounds table
+COLUMNS_OF_LEASE_PROCESSES = [("stories", "lease_process")]
 COLUMNS_OF_SEATS = [
     ("stories", "messages"),
     ("stories", "messages_head"),
@@ -96,6 +97,7 @@ def test_the_newest_revision_is_the_head() -> None:
     assert script.get_heads() == [HEAD]
     assert [revision.revision for revision in script.walk_revisions()] == [
         HEAD,
+        "live",
         "seats",
         "sheets",
         "growth_indexes",
@@ -170,11 +172,12 @@ def test_a_database_made_before_migrations_is_stamped_and_upgraded(
         connection.execute(text("DROP TABLE paused_rounds"))
         connection.execute(text("DROP TABLE reveals"))
         connection.execute(text("DROP TABLE story_events"))  # added by the live revision
+        connection.execute(text("DROP TABLE lease_processes"))  # added by the lease_processes revision
         connection.execute(text("DROP TABLE sheet_changes"))
         for index in INDEXES_OF_ROUND_INDEXES + INDEXES_OF_GROWTH_INDEXES:  # create_all makes today's indexes too
             connection.execute(text(f"DROP INDEX {index}"))
         added_since = COLUMNS_OF_JUDGE + COLUMNS_OF_CALENDAR + COLUMNS_OF_TABLE_DICE + COLUMNS_OF_SHEETS
-        for table, column in added_since + COLUMNS_OF_SEATS:  # create_all makes today's
+        for table, column in added_since + COLUMNS_OF_SEATS + COLUMNS_OF_LEASE_PROCESSES:  # create_all makes today's
             connection.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         drop_integrity(connection)  # create_all makes today's tables; no gm of those days had these
         if made_by == "before the story API":
