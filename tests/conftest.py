@@ -123,7 +123,7 @@ def _empty(url: str) -> None:
 def store(database_url: str) -> Iterator[Store]:
     made = Store(database_url)
     yield made
-    made.engine.dispose()
+    made.close()
 
 
 @pytest.fixture

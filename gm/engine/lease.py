@@ -173,25 +173,31 @@ class Heartbeat:
 
     async def _beat(self) -> None:
         """Renew every lease held, every `heartbeat_seconds`, until none is left (and none is left to let go)."""
-        while self.leases or self.let_go:
-            await asyncio.sleep(self.settings.heartbeat_seconds)
-            held, let_go = dict(self.leases), dict(self.let_go)
-            if not held and not let_go:
-                return
-            stories = {lease.story_id: holder for holder, lease in held.items()}
-            try:
-                kept = await self.store.off_loop(
-                    self.store.beat, self.process, self.settings.lease_seconds, stories, let_go, durable=False
-                )
-            except Exception:  # the database is out of reach for now: try again at the next beat
-                log.warning("%d leases could not be renewed; trying again", len(held), exc_info=True)
-                continue
-            for story, holder in let_go.items():
-                if self.let_go.get(story) == holder:
-                    del self.let_go[story]
-            for holder, lease in held.items():
-                if holder not in kept and self.leases.pop(holder, None) is not None:
-                    lease.lost()
+        try:
+            while self.leases or self.let_go:
+                await asyncio.sleep(self.settings.heartbeat_seconds)
+                held, let_go = dict(self.leases), dict(self.let_go)
+                if not held and not let_go:
+                    return
+                stories = {lease.story_id: holder for holder, lease in held.items()}
+                try:
+                    kept = await self.store.off_loop(
+                        self.store.beat, self.process, self.settings.lease_seconds, stories, let_go, durable=False
+                    )
+                except Exception:  # the database is out of reach for now: try again at the next beat
+                    log.warning("%d leases could not be renewed; trying again", len(held), exc_info=True)
+                    continue
+                for story, holder in let_go.items():
+                    if self.let_go.get(story) == holder:
+                        del self.let_go[story]
+                for holder, lease in held.items():
+                    if holder not in kept and self.leases.pop(holder, None) is not None:
+                        lease.lost()
+        finally:
+            # A finished task holds its loop: let it go, so that the heartbeats of a loop that has closed (and the
+            # stores they hold) are dropped with it (`_heartbeats` is keyed by the loop, weakly).
+            if self._task is asyncio.current_task():
+                self._task = None
 
 
 # One heartbeat per event loop, store and lease times (a test runs several loops in turn, each with its own).

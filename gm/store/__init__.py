@@ -206,3 +206,11 @@ class Store(
         it may return before its commit is synced to disk (SQLite: gm.store._commit_groups; PostgreSQL: a transaction
         a batch opens commits with `synchronous_commit` off, gm.store._batch)."""
         return await workers_for(self.engine).run(work, *arguments, durable=durable)
+
+    def close(self) -> None:
+        """Let the store's database threads go once the work handed to them is done, and close its connections.
+
+        For a program that opens stores and goes on (a test suite, a library user): the threads would otherwise
+        stay for as long as anything holds the engine. The store is not used after this."""
+        workers_for(self.engine).close()
+        self.engine.dispose()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -138,3 +140,15 @@ def test_reads_on_postgresql_run_outside_a_transaction_and_writes_inside_one(sto
             time.sleep(0.002)
             assert connection.execute(moment).scalar() == first
             assert connection.connection.dbapi_connection.autocommit is False  # type: ignore[union-attr]
+
+
+def test_closing_a_store_lets_its_database_threads_go(database_url: str) -> None:
+    before = set(threading.enumerate())
+    opened = Store(database_url)
+    assert asyncio.run(opened.off_loop(lambda: 2 + 2)) == 4  # its threads are started by the first work
+    mine = [thread for thread in threading.enumerate() if thread not in before and thread.name.startswith("gm-")]
+    assert mine
+    opened.close()
+    for thread in mine:
+        thread.join(timeout=5)
+    assert [thread.name for thread in mine if thread.is_alive()] == []
