@@ -125,7 +125,9 @@ class StoryTables(Tables):
         `StoryNotFound`."""
         now = datetime.now(UTC)
         with self.transaction() as connection:
-            found = connection.execute(_STORY, {"story": story_id}).mappings().first()
+            # The story's row locked first: a write of the memory keeper (or any other) that names the story
+            # waits for this delete and then finds it gone, where it would otherwise make the delete fail.
+            found = connection.execute(_STORY_LOCKED, {"story": story_id}).mappings().first()
             if found is None:
                 raise StoryNotFound(story_id)
             if not force and connection.execute(_IS_HELD, {"story": story_id, "now": now}).first() is not None:
@@ -205,6 +207,7 @@ class StoryTables(Tables):
 STORIES = table_of(Story)
 GONE = text(f"SELECT pg_notify('{EVENTS_CHANNEL}', :payload)")
 _STORY = sql_select(STORIES).where(STORIES.c.id == bindparam("story"))
+_STORY_LOCKED = _STORY.with_for_update()
 _HELD = (STORIES.c.id == bindparam("story")) & (STORIES.c.lease_holder == bindparam("holder"))
 _IS_HELD = sql_select(STORIES.c.id).where(STORIES.c.id == bindparam("story"), LEASE_HELD)
 # Taken only if nobody holds it, or both the holder's time and its process's ran out; a round's opening adds

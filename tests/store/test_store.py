@@ -8,12 +8,13 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, select, text
 
 from gm.store import MemoryEntry, RollRecord, RoundRecord, Store, Story
-from gm.store._base import reader_of
+from gm.store._base import reader_of, table_of
 
 
 def new_story(store: Store) -> Story:
@@ -152,3 +153,31 @@ def test_closing_a_store_lets_its_database_threads_go(database_url: str) -> None
     for thread in mine:
         thread.join(timeout=5)
     assert [thread.name for thread in mine if thread.is_alive()] == []
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_story_deleted_while_its_memory_is_written_is_deleted_whole(store: Store) -> None:
+    """The memory keeper writes in the background: a delete that meets its write waits for it, then takes it too."""
+    story = new_story(store)
+    memory = table_of(MemoryEntry)
+    failed: list[BaseException] = []
+
+    def delete() -> None:
+        try:
+            store.delete_story(story.id)
+        except BaseException as error:
+            failed.append(error)
+
+    with store.engine.connect() as writer:
+        written = writer.begin()
+        row = {"story_id": story.id, "round_number": 1, "summary": "s", "rolls": [], "outcomes": []}
+        writer.execute(insert(memory).values(**row, created_at=datetime.now(UTC)))  # not committed yet
+        deleting = threading.Thread(target=delete)
+        deleting.start()
+        time.sleep(0.5)  # the delete reaches the story while the memory's write holds it
+        written.commit()
+    deleting.join(timeout=10)
+    assert failed == []
+    assert store.stories() == []
+    with store.engine.connect() as reader:
+        assert reader.execute(select(memory.c.id)).all() == []
