@@ -251,9 +251,8 @@ def accept(
     sheet = state.tools.sheet.write(story_id, state.attempt_id, state.number) if state.tools.sheet else None
     if sheet is not None:
         record.sheet_hash = sheet.head
-    store.accept_round(
-        state.attempt_id, record, bind(state.calls, story_id, state.attempt_id), holder=holder, sheet=sheet
-    )
+    calls = bind(state.calls, story_id, state.attempt_id)
+    store.accept_round(state.attempt_id, record, calls, holder=holder, sheet=sheet, regenerated=state.regenerating)
     secret = any(is_secret(roll, world) for roll in state.tools.rolls)
     sealed = sealed_ids(store, story_id, world) if secret else set()  # secret rolls not yet revealed: no card
     clock = state.tools.clock

@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import String, bindparam, cast, delete, func, insert, select
 from sqlalchemy.engine import Engine
@@ -40,7 +42,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from gm._text import unstorable
 from gm.store._base import Tables, table_of
-from gm.store._batch import Batch
+from gm.store._batch import Batch, Sent
 from gm.store.records import Story, StoryEvent
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,85 @@ TRIES = 50  # times a publish takes the next seq again after another process too
 
 EVENTS = table_of(StoryEvent)
 STORIES = table_of(Story)
+
+
+Event = tuple[str, dict[str, Any], list[str] | None]  # its kind, what it says, who may see it (None: all)
+
+
+class Rider(Protocol):
+    """A round's live events not yet written (gm.web._live.Relay), which may go with its opening or its acceptance."""
+
+    story_id: str
+
+    def take(self, opening: bool) -> list[Event] | None:
+        """The events to write with the round's opening (its action) or acceptance (those queued so far); None
+        if none may (one is on its way: they would come before it)."""
+
+    def ridden(self, taken: list[Event], written: bool) -> None:
+        """The transaction committed (`written`: `taken` with it) or failed (`taken` are the rider's again)."""
+
+
+# The round's rider, set by the web layer in the task that plays the round; its opening and acceptance read it in
+# their thread (gm.store._workers copies the caller's context variables). A weak reference: the tasks a round starts
+# copy the context, and must not keep its relay (and its store) alive after it.
+RIDER: ContextVar[weakref.ref[Rider] | None] = ContextVar("gm_rider", default=None)
+
+
+@dataclass(slots=True)
+class Ride:
+    """A round's events written in the transaction that opens or accepts it, after its data (PostgreSQL): a
+    transaction and a round trip fewer than in one of their own, announced as it commits (no viewer hears of the
+    round before it is there), and given back to the rider if it fails."""
+
+    rider: Rider
+    taken: list[Event]
+    written: list[Sent]
+    landed: bool = False  # committed: set by the caller once its commit is done
+
+    @classmethod
+    def board(cls, batch: Batch, story_id: str, last: Event | None = None) -> Ride | None:
+        """Add the rider's events (the opening's, or, with `last`, the acceptance's and `last`) to `batch`: the
+        story's turn, each event, the announcement. None where nothing rides."""
+        ref = RIDER.get()
+        rider = ref() if ref is not None else None
+        if batch.connection.dialect.name != "postgresql" or rider is None or rider.story_id != story_id:
+            return None
+        if (taken := rider.take(opening=last is None)) is None:
+            return None
+        events = [*taken, last] if last is not None else taken
+        if not events:
+            rider.ridden(taken, written=True)
+            return None
+        return cls(rider, taken, _add_events(batch, story_id, events))
+
+    def end(self, tables: Tables) -> None:
+        self.rider.ridden(self.taken, self.landed)
+        if self.landed:
+            try:
+                prune(tables, self.rider.story_id, self.written)
+            except Exception:  # the round is written: old events stay till the next prune
+                log.exception("could not prune the events of story %s", self.rider.story_id)
+
+
+def _add_events(batch: Batch, story_id: str, events: list[Event]) -> list[Sent]:
+    at = now()
+    batch.add(_TURN, {"story": story_id})  # publishers of one story take turns (till the commit)
+    written = [
+        batch.add(_NUMBERED, {"story": story_id, "kind": k, "audience": a, "data": d, "created_at": at})
+        for k, d, a in events
+    ]
+    batch.add(_ANNOUNCE, {"story": story_id, "channel": EVENTS_CHANNEL})
+    return written
+
+
+def prune(tables: Tables, story_id: str, written: list[Sent]) -> int:
+    """After a story's events were written (`written`, their INSERTs' results): its old ones deleted now and then
+    (when the seqs passed a multiple of `PRUNE_EVERY`), in a transaction of its own; the newest seq."""
+    first, seq = int(written[0].scalar()), int(written[-1].scalar())
+    if seq > KEEP_EVENTS and any(number % PRUNE_EVERY == 0 for number in range(first, seq + 1)):
+        with tables.transaction() as connection:
+            connection.execute(_PRUNE, {"story": story_id, "through": seq - KEEP_EVENTS})
+    return seq
 
 
 def now() -> datetime:
@@ -138,26 +219,16 @@ class EventTables(Tables):
         """PostgreSQL's `publish_events`: the turn, each event (numbered by the statement that writes it, which
         sees the ones before it), the announcement of the last and the commit in one round trip; the story's
         old events pruned now and then after it."""
-        at = now()
         try:
             with self.transaction() as connection:
                 batch = Batch(connection)
-                batch.add(_TURN, {"story": story_id})  # publishers of one story take turns (till the commit)
-                written = [
-                    batch.add(_NUMBERED, {"story": story_id, "kind": k, "audience": a, "data": d, "created_at": at})
-                    for k, d, a in events
-                ]
-                batch.add(_ANNOUNCE, {"story": story_id, "channel": EVENTS_CHANNEL})
+                written = _add_events(batch, story_id, events)
                 batch.send(commit=True)
         except IntegrityError:
             if not self._story_exists(story_id):
                 return 0  # deleted meanwhile: nobody is left to tell
             raise
-        first, seq = int(written[0].scalar()), int(written[-1].scalar())
-        if seq > KEEP_EVENTS and any(number % PRUNE_EVERY == 0 for number in range(first, seq + 1)):
-            with self.transaction() as connection:
-                connection.execute(_PRUNE, {"story": story_id, "through": seq - KEEP_EVENTS})
-        return seq
+        return prune(self, story_id, written)
 
     def events_after(self, story_id: str, after: int) -> EventsRead:
         """The story's events after seq `after` (at most `READ_AT_MOST`), oldest first, with the story's state."""

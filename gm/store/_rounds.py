@@ -26,6 +26,7 @@ from gm._text import unstorable
 from gm.errors import Conflict, LeaseBusy, LeaseLost, NotFair, RoundWaiting, StoryEnded, StoryNotFound
 from gm.store._base import LEASE_LOST, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
+from gm.store._events import Event, Ride
 from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
 from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
@@ -110,9 +111,17 @@ class RoundTables(Tables):
         self, story_id: str, *, regenerate: bool, lease: Claim | None = None, past: PastWindow | None = None
     ) -> Opened:
         """Open an attempt at the story's next round (or its last again, `regenerate`), in one transaction:
-        see `open_attempt`."""
-        with self.transaction() as connection:
-            return open_attempt(connection, story_id, regenerate=regenerate, lease=lease, past=past, commit=True)
+        see `open_attempt`. On PostgreSQL the round's action goes with it when the task playing the round has a
+        rider (`gm.store._events.Ride`)."""
+        rides: list[Ride] = []
+        try:
+            with self.transaction() as connection:
+                return open_attempt(
+                    connection, story_id, regenerate=regenerate, lease=lease, past=past, commit=True, rides=rides
+                )
+        finally:
+            for ride in rides:
+                ride.end(self)
 
     def take_paused(self, story_id: str, attempt_id: str, lease: Claim | None = None) -> TakenUp:
         """Take the story's paused round up again, in one transaction: see `take_paused`."""
@@ -127,6 +136,7 @@ class RoundTables(Tables):
         *,
         holder: str | None = None,
         sheet: SheetWrite | None = None,
+        regenerated: bool = False,
     ) -> RoundRecord:
         """Write an accepted round with its model calls, mark its attempt, and count it, in one transaction.
 
@@ -139,41 +149,53 @@ class RoundTables(Tables):
 
         With `sheet`, the round's sheet changes are written with it and the story's sheets set to what they
         left (a round played again replaces its earlier version's changes).
+
+        On PostgreSQL, when the task playing the round has a rider (the web layer's), the round's live events not
+        yet written and its `round` event go in the same transaction, after its data (`gm.store._events.Ride`).
         """
         story_id, number = record.story_id, record.number
         on_round = {"attempt": attempt_id, "story": story_id, "round_no": number}
-        with self.transaction() as connection:
-            batch = Batch(connection)  # one round trip on PostgreSQL (gm.store._batch), and the commit
-            accepted = batch.add(_ACCEPT, on_round)
-            # Counted before a regenerated round's earlier version goes: it adds none (`_COUNTED`).
-            counted = {**on_round, "round_clock": record.clock, "holder": holder}
-            if sheet is not None:  # the story's sheets set by the same UPDATE: one new version of its row, not two
-                counted |= {"sheet": sheet.sheets, "sheet_length": sheet.length, "sheet_head": sheet.head}
-            count = batch.add(_COUNTING[holder is not None, sheet is not None], counted)
-            # These two touch only a regenerated round's earlier version; SQLite, where the attempt has answered
-            # already, runs them only for one.
-            if not accepted.done or accepted.scalar():
-                batch.add(_FORGET, on_round)
-                batch.add(_REPLACE, on_round)
-                if sheet is not None:
-                    batch.add(DROP_REPLACED, on_round)
-            # (story, number) is unique: a round of that number still there is not written, and refuses this one
-            written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
-            if calls:
-                batch.add(CALLS_INSERT, [values_of(call) for call in calls])
-            if sheet is not None and sheet.changes:
-                batch.add(CHANGES_INSERT, [values_of(change) for change in sheet.changes])
-            if record.actions:  # the table's messages this round settled (gm.store._seats)
-                settled = [{"story": story_id, "message": a["message"], "round_no": number} for a in record.actions]
-                batch.add(SETTLE, settled)
-            batch.send()
-            if accepted.first() is None:
-                raise StoryNotFound(story_id)
-            if count.rowcount != 1:
-                raise StoryNotFound(story_id) if holder is None else LeaseLost(LEASE_LOST)
-            if (round_id := written.scalar()) is None:
-                raise LeaseLost(f"round {number} was played meanwhile by another attempt; this one was not saved")
-            record.id = round_id
+        ride: Ride | None = None
+        try:
+            with self.transaction() as connection:
+                batch = Batch(connection)  # one round trip on PostgreSQL (gm.store._batch), and the commit
+                accepted = batch.add(_ACCEPT, on_round)
+                # Counted before a regenerated round's earlier version goes: it adds none (`_COUNTED`).
+                counted = {**on_round, "round_clock": record.clock, "holder": holder}
+                if sheet is not None:  # the story's sheets set by the same UPDATE: one new version of its row, not two
+                    counted |= {"sheet": sheet.sheets, "sheet_length": sheet.length, "sheet_head": sheet.head}
+                count = batch.add(_COUNTING[holder is not None, sheet is not None], counted)
+                # These two touch only a regenerated round's earlier version; SQLite, where the attempt has answered
+                # already, runs them only for one.
+                if not accepted.done or accepted.scalar():
+                    batch.add(_FORGET, on_round)
+                    batch.add(_REPLACE, on_round)
+                    if sheet is not None:
+                        batch.add(DROP_REPLACED, on_round)
+                # (story, number) is unique: a round of that number still there is not written, and refuses this one
+                written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
+                if calls:
+                    batch.add(CALLS_INSERT, [values_of(call) for call in calls])
+                if sheet is not None and sheet.changes:
+                    batch.add(CHANGES_INSERT, [values_of(change) for change in sheet.changes])
+                if record.actions:  # the table's messages this round settled (gm.store._seats)
+                    settled = [{"story": story_id, "message": a["message"], "round_no": number} for a in record.actions]
+                    batch.add(SETTLE, settled)
+                last: Event = ("round", {"number": number, "regenerated": regenerated}, None)
+                ride = Ride.board(batch, story_id, last)  # the round's events, after its data (PostgreSQL)
+                batch.send()
+                if accepted.first() is None:
+                    raise StoryNotFound(story_id)
+                if count.rowcount != 1:
+                    raise StoryNotFound(story_id) if holder is None else LeaseLost(LEASE_LOST)
+                if (round_id := written.scalar()) is None:
+                    raise LeaseLost(f"round {number} was played meanwhile by another attempt; this one was not saved")
+                record.id = round_id
+            if ride is not None:
+                ride.landed = True
+        finally:
+            if ride is not None:
+                ride.end(self)
         return record
 
     def rounds(
@@ -205,6 +227,7 @@ def open_attempt(
     lease: Claim | None = None,
     past: PastWindow | None = None,
     commit: bool = False,
+    rides: list[Ride] | None = None,
 ) -> Opened:
     """Open an attempt at the story's next round (or its last again, `regenerate`) in the caller's transaction.
 
@@ -256,7 +279,12 @@ def open_attempt(
     queue_attempt(batch, opened.attempt)
     retried = batch.add(OF_ROUND, {"story": story_id, "number": number})
     past_read = read_past(batch, story, number, past) if past is not None else None
+    ride = Ride.board(batch, story_id) if commit and rides is not None else None  # the round's action (PostgreSQL)
+    if ride is not None and rides is not None:
+        rides.append(ride)
     batch.send(commit=commit)
+    if ride is not None:
+        ride.landed = True
     if seed is not None:
         opened.seed = seed_of(story, next(seed.mappings(), None))
     opened.retried = [row_of(RollRecord, row) for row in retried.mappings()]

@@ -22,10 +22,12 @@ a table is a handful of players, and each stream costs a read per event.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import re
 import signal
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gm.errors import TooManyViewers
-from gm.store import Store, listen_url, notifications
+from gm.store import RIDER, Event, Store, listen_url, notifications
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +166,11 @@ class Relay:
     """A round's events for the other viewers, written in the order they happen (`RoundEvents`-compatible).
 
     The engine tells its events from the event loop and from its database thread alike; each is queued
-    here on the loop and written after the one before. `settled` waits until all are written."""
+    here on the loop and written after the one before. `settled` waits until all are written.
+
+    It is also the round's rider (`gm.store.RIDER`, set for the task that makes it): on PostgreSQL the round's
+    opening writes its action, and its acceptance the events still queued and the `round` event, in their own
+    transactions (`take`, `ridden`), unless an event is on its way then (they would come before it)."""
 
     def __init__(
         self,
@@ -185,6 +191,11 @@ class Relay:
         )
         self._queue: list[tuple[str, dict[str, Any]]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._lock = threading.Lock()  # the queue and the two below, shared with the acceptance's thread
+        self._writing = False  # the writer has events on their way: nothing may be written before they are
+        self._riding: str | None = None  # "opening" or "acceptance": what comes meanwhile waits for its end
+        self.round_told = False  # the `round` event was written with the acceptance
+        RIDER.set(weakref.ref(self))  # in the request's task: its round's opening and acceptance read it
 
     @property
     def started(self) -> bool:
@@ -202,27 +213,65 @@ class Relay:
         self._push(kind, data)
 
     def _take(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "working" and self.action is not None:  # the round has started: its action is known to all
-            action, self.action = self.action, None
-            self._push("action", action)
+        if kind == "working":  # the round has started: its action is known to all (unless it went with the opening)
+            with self._lock:
+                action, self.action = self.action, None
+            if action is not None:
+                self._push("action", action)
         elif kind in RELAYED:
             self._push(RELAYED[kind], data)
 
     def _push(self, kind: str, data: dict[str, Any]) -> None:
-        self._queue.append((kind, data))
-        if self._writer is None or self._writer.done():
-            self._writer = self.loop.create_task(self._write())
+        with self._lock:
+            self._queue.append((kind, data))
+        self._start()
+
+    def _start(self) -> None:
+        if self._queue and (self._writer is None or self._writer.done()):
+            context = contextvars.copy_context()  # without the rider: a task holding its relay would be a cycle
+            context.run(RIDER.set, None)
+            self._writer = self.loop.create_task(self._write(), context=context)
 
     async def _write(self) -> None:
         """Write what queued, in order: the events that queued while the one before was written go together, in
         one transaction (under load a round's events wait on the database threads, and come in twos and threes)."""
-        while self._queue:
-            queued, self._queue = self._queue, []
+        while True:
+            with self._lock:
+                if not self._queue or self._riding:  # the acceptance's end starts the writer again
+                    self._writing = False
+                    return
+                queued, self._queue, self._writing = self._queue, [], True
             try:
                 await self.hub.publish_all(self.story_id, [(kind, data, None) for kind, data in queued])
             except Exception:  # a viewer misses an event (and sees it when they read the story): the round goes on
                 kinds = ", ".join(kind for kind, _ in queued)
                 log.exception("could not publish the %s events of story %s", kinds, self.story_id)
+
+    def take(self, opening: bool) -> list[Event] | None:
+        """For the round's opening (the action) or acceptance (the events queued), in its database thread; None
+        while an event is on its way, or with nothing for the opening."""
+        with self._lock:
+            action = self.action
+            if self._writing or self._riding or self.round_told or (opening and action is None):
+                return None
+            if action is not None and opening:
+                taken, self.action, self._riding = [("action", action)], None, "opening"
+            else:
+                taken, self._queue, self._riding = self._queue, [], "acceptance"
+        return [(kind, data, None) for kind, data in taken]
+
+    def ridden(self, taken: list[Event], written: bool) -> None:
+        """The transaction's end: the events written with it, or (it failed) the rider's again."""
+        with self._lock:
+            stage, self._riding = self._riding, None
+            if written:
+                self.round_told = self.round_told or stage == "acceptance"
+            elif stage == "opening":
+                self.action = taken[0][1]
+            else:
+                self._queue[:0] = [(kind, data) for kind, data, _ in taken]
+        with suppress(RuntimeError):  # the loop closed meanwhile: nobody is left to tell
+            self.loop.call_soon_threadsafe(self._start)
 
     async def settled(self) -> None:
         # The engine's last events may still be on their way from its thread: let them land first.

@@ -347,7 +347,9 @@ def both(events: RoundEvents | None, relay: Relay) -> RoundEvents:
 
 async def _relayed(relay: Relay, answer: PlayedOut) -> PlayedOut:
     """The round, told to the other viewers once its events before are written; then answered."""
-    if answer.round is not None:  # its number only: each viewer reads the round as it may see it (whispers)
+    if (
+        answer.round is not None and not relay.round_told
+    ):  # its number only: each viewer reads the round as it may see it (whispers)
         relay.tell("round", {"number": answer.round.number, "regenerated": bool(answer.round.regenerated)})
     await relay.settled()
     return answer

@@ -4,10 +4,16 @@ kept up to a bound, and gone with their story."""
 from __future__ import annotations
 
 import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
-from gm.store import Store
+from gm.errors import LeaseLost
+from gm.store import RoundRecord, Store
 from gm.store import _events as events
 from gm.store.records import Story
 
@@ -70,3 +76,117 @@ def test_events_written_together_take_the_next_numbers_in_order(store: Store) ->
         (4, "round", {"n": 3}, None),
     ]
     assert store.publish_event(story, "action", {}) == 5
+
+
+@contextmanager
+def counted(store: Store) -> Iterator[dict[str, int]]:
+    """The commits on the store's engine while the block runs."""
+    counts = {"commits": 0}
+
+    def commit(*_: Any) -> None:
+        counts["commits"] += 1
+
+    event.listen(store.engine, "commit", commit)
+    try:
+        yield counts
+    finally:
+        event.remove(store.engine, "commit", commit)
+
+
+def round_record(story_id: str, attempt_id: str) -> RoundRecord:
+    return RoundRecord(story_id=story_id, number=1, attempt_id=attempt_id, player_text="I wait.", narration="n")
+
+
+class Rider:
+    """A round's rider as gm.web._live.Relay is one: its queued events, and what the acceptance told it."""
+
+    def __init__(self, story_id: str, queued: list[events.Event], busy: bool = False) -> None:
+        self.story_id, self.queued, self.busy = story_id, queued, busy
+        self.action: events.Event | None = None
+        self.ends: list[tuple[list[events.Event], bool]] = []
+
+    def take(self, opening: bool) -> list[events.Event] | None:
+        if self.busy or (opening and self.action is None):
+            return None
+        if opening and self.action is not None:
+            taken, self.action = [self.action], None
+            return taken
+        taken, self.queued = self.queued, []
+        return taken
+
+    def ridden(self, taken: list[events.Event], written: bool) -> None:
+        self.ends.append((taken, written))
+
+
+def accepted_with(store: Store, story: str, rider: Rider, *, holder: str | None = None) -> dict[str, int]:
+    """Round 1 of `story` accepted with `rider` set, as the web layer sets it; the acceptance's commits."""
+    attempt = store.start_attempt(story, 1)
+    token = events.RIDER.set(weakref.ref(rider))
+    try:
+        with counted(store) as counts:
+            store.accept_round(attempt.id, round_record(story, attempt.id), holder=holder)
+    finally:
+        events.RIDER.reset(token)
+    return counts
+
+
+def kinds(store: Store, story: str) -> list[tuple[int, str, dict[str, Any]]]:
+    return [(event.seq, event.kind, event.data) for event in store.events_after(story, 0).events]
+
+
+def test_a_round_s_events_go_in_the_transaction_that_accepts_it_on_postgresql(store: Store) -> None:
+    """The queued events and the `round` event after the ones written before, in the acceptance's one commit."""
+    story = a_story(store)
+    store.publish_event(story, "action", {})
+    rider = Rider(story, [("roll", {"n": 1}, None)])
+    counts = accepted_with(store, story, rider)
+    if store.engine.dialect.name != "postgresql":  # SQLite: the relay writes them itself, as before
+        assert rider.ends == [] and rider.queued and kinds(store, story) == [(1, "action", {})]
+        return
+    assert counts["commits"] == 1  # no transaction of their own
+    assert kinds(store, story) == [
+        (1, "action", {}),
+        (2, "roll", {"n": 1}),
+        (3, "round", {"number": 1, "regenerated": False}),
+    ]
+    assert rider.ends == [([("roll", {"n": 1}, None)], True)]
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_round_refused_at_its_acceptance_writes_none_of_its_events_and_gives_them_back(store: Store) -> None:
+    story = a_story(store)
+    rider = Rider(story, [("roll", {"n": 1}, None)])
+    with pytest.raises(LeaseLost):
+        accepted_with(store, story, rider, holder="not-the-holder")
+    assert kinds(store, story) == []  # never announced: the transaction was rolled back
+    assert rider.ends == [([("roll", {"n": 1}, None)], False)]
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_nothing_rides_while_the_rider_is_writing_or_for_another_story(store: Store) -> None:
+    story = a_story(store)
+    busy = Rider(story, [("roll", {"n": 1}, None)], busy=True)  # an event on its way: the round's must follow it
+    accepted_with(store, story, busy)
+    other = a_story(store)
+    elsewhere = Rider(story, [("roll", {"n": 2}, None)])  # another story's round accepted in its task
+    accepted_with(store, other, elsewhere)
+    assert kinds(store, story) == kinds(store, other) == []
+    assert busy.ends == elsewhere.ends == [] and elsewhere.queued
+
+
+def test_a_round_s_action_goes_in_the_transaction_that_opens_it_on_postgresql(store: Store) -> None:
+    story = a_story(store)
+    rider = Rider(story, [])
+    rider.action = ("action", {"player_text": "I wait."}, None)
+    token = events.RIDER.set(weakref.ref(rider))
+    try:
+        with counted(store) as counts:
+            store.open_attempt(story, regenerate=False)
+    finally:
+        events.RIDER.reset(token)
+    if store.engine.dialect.name != "postgresql":
+        assert rider.ends == [] and rider.action is not None and kinds(store, story) == []
+        return
+    assert counts["commits"] == 1
+    assert kinds(store, story) == [(1, "action", {"player_text": "I wait."})]
+    assert rider.ends == [([("action", {"player_text": "I wait."}, None)], True)]
