@@ -14,6 +14,7 @@ from gm.web.service import Service
 
 PAGE_ROUNDS = 200  # a transcript page's rounds unless the request asks for fewer or more
 MOST_PAGE_ROUNDS = 1000
+MOST_ROUND = 2**31 - 1  # `after` past any round a story can have, and within every database's integers
 AFTER = "the rounds of the page are those numbered above this; without it, the newest rounds"
 LIMIT = f"at most this many rounds, 1 to {MOST_PAGE_ROUNDS}"
 

@@ -31,7 +31,7 @@ from gm.transcript.shapes import QuestionPublic, StoryPublic, TranscriptPublic
 from gm.transcript.sheets import SheetsPublic
 from gm.web._live import Relay
 from gm.web._seated import play_seated, round_for
-from gm.web._transcript_page import AFTER, LIMIT, MOST_PAGE_ROUNDS, PAGE_ROUNDS, viewed_transcript
+from gm.web._transcript_page import AFTER, LIMIT, MOST_PAGE_ROUNDS, MOST_ROUND, PAGE_ROUNDS, viewed_transcript
 from gm.web.schemas import (
     EVENT_STREAM,
     AbandonedOut,
@@ -113,7 +113,7 @@ async def get_story(
     story_id: str,
     app: ServiceDep,
     token: TokenDep,
-    after: Annotated[int | None, Query(ge=0, description=AFTER)] = None,
+    after: Annotated[int | None, Query(ge=0, le=MOST_ROUND, description=AFTER)] = None,
     limit: Annotated[int, Query(ge=1, le=MOST_PAGE_ROUNDS, description=LIMIT)] = PAGE_ROUNDS,
 ) -> TranscriptPublic:
     """The story with a page of its transcript (the shape of `gm show --json`, with `page` saying which rounds it

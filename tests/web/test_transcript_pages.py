@@ -101,6 +101,7 @@ def test_a_story_without_rounds_is_a_whole_page(store: Store, worlds: Path) -> N
         ("?limit=many", "limit"),
         ("?after=-1", "after"),
         ("?after=x", "after"),
+        ("?after=" + "9" * 30, "after"),  # past every database's integers
     ],
 )
 def test_a_bad_page_is_a_422_with_one_sentence(store: Store, worlds: Path, query: str, named: str) -> None:
