@@ -192,12 +192,9 @@ def _answer_text(completion: Completion, mode: Mode) -> str:
     return str(completion.content or "")
 
 
-def read_verdicts(text: str, request: JudgeRequest) -> list[Verdict]:
-    """The verdicts in a judge's answer, one per judged character in the request's order.
-
-    Reasoning blocks and code fences are removed first. Anything else wrong (not JSON, the wrong
-    shape, a character missing or named twice, one not asked about) raises ValueError with the reason.
-    """
+def json_answer(text: str) -> Any:
+    """The JSON in a judge's answer: reasoning blocks and code fences removed, the outermost braces taken from
+    words around them; ValueError if what is left is not JSON."""
     cleaned = strip_reasoning(text).strip()
     fenced = _FENCE.search(cleaned)
     if fenced:
@@ -205,9 +202,18 @@ def read_verdicts(text: str, request: JudgeRequest) -> list[Verdict]:
     elif not cleaned.startswith("{") and "{" in cleaned:
         cleaned = cleaned[cleaned.index("{") : cleaned.rindex("}") + 1]
     try:
-        data = json.loads(cleaned)
+        return json.loads(cleaned)
     except (json.JSONDecodeError, ValueError, RecursionError):
         raise ValueError("it is not a JSON object") from None
+
+
+def read_verdicts(text: str, request: JudgeRequest) -> list[Verdict]:
+    """The verdicts in a judge's answer, one per judged character in the request's order.
+
+    Reasoning blocks and code fences are removed first. Anything else wrong (not JSON, the wrong
+    shape, a character missing or named twice, one not asked about) raises ValueError with the reason.
+    """
+    data = json_answer(text)
     items = data.get("outcomes") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise ValueError('it has no "outcomes" list')

@@ -16,15 +16,13 @@ answer is asked for once more, then the round fails (`JudgeFailed`).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from gm.engine._sheets import RoundSheet, sheet_lines
-from gm.engine.judge import Judge, JudgeCall
+from gm.engine.judge import Judge, JudgeCall, json_answer
 from gm.errors import JudgeFailed
-from gm.models.completion import strip_reasoning
 from gm.world.sheet import Change
 
 FORMAT_NAME = "sheet_verdicts"
@@ -74,7 +72,6 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "required": ["made", "invented"],
     "additionalProperties": False,
 }
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 _MADE_LINE = re.compile(r"(\d+)\. (.*)")
 
 
@@ -165,16 +162,7 @@ async def judge_sheet(judge: Judge, sheet: RoundSheet, narration: str) -> SheetJ
 
 
 def _read(text: str) -> dict[str, Any]:
-    cleaned = strip_reasoning(text).strip()
-    fenced = _FENCE.search(cleaned)
-    if fenced:
-        cleaned = fenced.group(1).strip()
-    elif not cleaned.startswith("{") and "{" in cleaned:
-        cleaned = cleaned[cleaned.index("{") : cleaned.rindex("}") + 1]
-    try:
-        data = json.loads(cleaned)
-    except (json.JSONDecodeError, ValueError, RecursionError):
-        raise ValueError("it is not a JSON object") from None
+    data = json_answer(text)
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("made"), list)
