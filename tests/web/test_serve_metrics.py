@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -71,14 +72,19 @@ def test_two_workers_count_into_one_scrape_and_log_json_lines(tmp_path: Path, wo
     try:
         wait_until_up(server)
         [folder] = list(tmp_path.glob("gm-metrics-*"))
+        # Both workers count in the folder: each makes its files as it builds its metrics, which the second may
+        # do after the first already answers (on a loaded machine, seconds later).
+        deadline = time.monotonic() + 60
+        while len(list(folder.glob("histogram_*.db"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(list(folder.glob("histogram_*.db"))) == 2, server.output()
         for _ in range(ROUNDS):  # each on a new connection: the kernel hands them to either worker
             status, made = send(server, "POST", "/api/stories", {"world": "harbour"})
             assert status == 201, made
             story, token = made["story"]["id"], made["token"]
             status, played = send(server, "POST", f"/api/stories/{story}/messages", {"text": "I look."}, token)
             assert status == 200, played
-        # Both workers count in the folder (each made its files as it built its metrics), and every scrape sums
-        # them all, whichever worker answers it.
+        # Every scrape sums both workers' files, whichever worker answers it.
         assert len(list(folder.glob("histogram_*.db"))) == 2
         assert [rounds_counted(server) for _ in range(4)] == [ROUNDS] * 4  # whichever worker answers
     finally:
