@@ -212,6 +212,22 @@ def test_opening_a_database_twice(database_url: str) -> None:
     second.engine.dispose()
 
 
+def test_a_database_at_the_head_opens_without_alembic_and_an_older_one_with_it(
+    database_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upgrade(engine, "story_token")
+    ran: list[str] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(command, "upgrade", lambda settings, revision: ran.append(revision))
+        Store(database_url).close()
+    assert ran == ["head"]  # behind the head: Alembic upgrades it
+    upgrade(engine)
+    with monkeypatch.context() as patched:
+        patched.setattr(command, "upgrade", lambda settings, revision: ran.append(revision))
+        Store(database_url).close()
+    assert ran == ["head"]  # at the head: one read, no lock, no Alembic
+
+
 @pytest.mark.subprocess
 def test_processes_opening_a_fresh_database_at_once_all_succeed(database_url: str, tmp_path: Path) -> None:
     """Server processes starting together all migrate the same new database: one at a time."""
@@ -252,6 +268,7 @@ def test_opening_a_store_leaves_logging_and_output_alone(database_url: str, capf
     assert capfd.readouterr() == ("", "")
 
 
+@pytest.mark.slow
 def test_the_calendar_revision_goes_down_and_up_again_keeping_the_clock_out_of_old_stories(
     database_url: str, engine: Engine
 ) -> None:

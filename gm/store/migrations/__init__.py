@@ -22,10 +22,12 @@ and correct what it wrote (SQLite alters tables through batch operations)::
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine, Inspector
 
@@ -46,6 +48,8 @@ def config(connection: Connection) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the database up to `revision`, in one transaction, one process at a time."""
+    if revision == "head" and _at_head(engine):
+        return
     with engine.begin() as connection:
         _lock(connection)
         settings = config(connection)
@@ -54,6 +58,25 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         if "stories" in tables and "alembic_version" not in tables:
             command.stamp(settings, _made_before_migrations(schema))
         command.upgrade(settings, revision)
+
+
+def _at_head(engine: Engine) -> bool:
+    """Whether the database is at the newest revision already, as it is every time but the first it is opened.
+
+    Read without the migration lock and without running Alembic's environment, which cost a store's opening
+    most of its time (17 -> 4 ms on PostgreSQL, 4.4 -> 1.5 ms on SQLite, measured). Revisions only move
+    forward, so a database found at the head stays there; any other answer takes the locked path."""
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return False
+        current = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    return current == [_head()]
+
+
+@cache
+def _head() -> str | None:
+    """The newest revision in `versions/`, read once a process."""
+    return ScriptDirectory(str(FOLDER)).get_current_head()
 
 
 def _made_before_migrations(schema: Inspector) -> str:
