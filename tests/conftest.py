@@ -8,6 +8,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -109,14 +110,20 @@ def _empty(url: str) -> None:
     """Every table of gm's emptied, and its ids starting at 1 again, as in a database just made.
 
     DELETE, children first, then each sequence restarted: on tables this small it is about three
-    times faster than TRUNCATE, which makes new files for every table (measured side by side)."""
+    times faster than TRUNCATE, which makes new files for every table (measured side by side). All in one
+    round trip (a query of many statements)."""
     with psycopg.connect(url) as connection:
         connection.execute("SET lock_timeout = '20s'")  # a connection a test left in a transaction fails it, not hangs
-        for table in reversed(SQLModel.metadata.sorted_tables):
-            connection.execute(f'DELETE FROM "{table.name}"')
-        sequences = connection.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")
-        for (sequence,) in sequences.fetchall():
-            connection.execute(f'ALTER SEQUENCE "{sequence}" RESTART')
+        connection.execute("; ".join(_emptying(url)))
+
+
+@cache
+def _emptying(url: str) -> list[str]:
+    """The statements that empty the migrated database at `url`: its sequences are the same all session."""
+    deletes = [f'DELETE FROM "{table.name}"' for table in reversed(SQLModel.metadata.sorted_tables)]
+    with psycopg.connect(url) as connection:
+        sequences = connection.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'").fetchall()
+    return deletes + [f'ALTER SEQUENCE "{sequence}" RESTART' for (sequence,) in sequences]
 
 
 @pytest.fixture
