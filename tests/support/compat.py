@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,14 @@ class Served:
     url: str
     model: FakeModel
     game: Game
+    clients: dict[str, openai.OpenAI] = field(default_factory=dict)
 
     def client(self, key: str = "any key") -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=30)
+        """The chat front end's client for `key`, made once: making one loads the CA bundle (about 25 ms of CPU),
+        and a front end keeps its client, and its connections, for the whole chat."""
+        if key not in self.clients:
+            self.clients[key] = openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=30)
+        return self.clients[key]
 
 
 async def _no_sleep(seconds: float) -> None:
@@ -60,13 +65,16 @@ def gm_server(
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
+    front_ends: dict[str, openai.OpenAI] = {}
     try:
         while not server.started:
             assert thread.is_alive() and time.monotonic() < deadline, "gm serve did not start"
             time.sleep(0.02)
         port = server.servers[0].sockets[0].getsockname()[1]
-        yield Served(f"http://127.0.0.1:{port}", model, game)
+        yield Served(f"http://127.0.0.1:{port}", model, game, front_ends)
     finally:
+        for front_end in front_ends.values():
+            front_end.close()
         server.should_exit = True
         thread.join(timeout=10)
         model.close()
