@@ -13,8 +13,10 @@ The subset: `type` (a name or a list of names), `enum` and `const` (of strings, 
 null), `properties`, `required`, `additionalProperties` (a boolean or a schema), `propertyNames`,
 `minProperties`, `maxProperties`, `items` (one schema), `minItems`, `maxItems`, `minLength`, `maxLength`,
 `pattern`, `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `allOf`, `anyOf`, `oneOf`,
-`not`, `if`/`then`/`else`, `$ref` to `#/$defs/NAME` (not recursive), and the annotations. A schema with
-anything else compiles to None: its documents always go to jsonschema. The predicate descends only as
+`not`, `if`/`then`/`else`, `$ref` to `#/$defs/NAME` (not recursive), and the annotations, OpenAPI's
+among them (`example`, `discriminator` and any `x-` keyword, which JSON Schema ignores as unknown keywords:
+OpenAI's published schemas use them). A schema with anything else compiles to None: its documents always
+go to jsonschema. The predicate descends only as
 deep as the schema does, so no nesting of a document can break it. (`gm.engine.tools._argcheck` is the
 engine's stricter cousin for tool arguments, which also refuses text a story cannot store.)
 
@@ -66,7 +68,14 @@ _KEYWORDS = frozenset(
         "else",
     }
 )
+_OPENAPI_ANNOTATIONS = frozenset({"example", "discriminator"})
 _SCALARS = (str, int, float, bool, type(None))
+
+
+def _unknown(keyword: str) -> bool:
+    """Whether `keyword` is neither compiled nor an annotation, so that the schema goes to jsonschema."""
+    annotation = keyword in _ANNOTATIONS or keyword in _OPENAPI_ANNOTATIONS or keyword.startswith("x-")
+    return not annotation and keyword not in _KEYWORDS
 
 
 class _Unsupported(Exception):
@@ -97,7 +106,7 @@ class _Compiler:
             return _anything
         if node is False:
             return _nothing
-        if not isinstance(node, dict) or set(node) - _ANNOTATIONS - _KEYWORDS:
+        if not isinstance(node, dict) or any(_unknown(keyword) for keyword in node):
             raise _Unsupported
         checks = [build(self, node, following) for keyword, build in _BUILDERS if keyword in node]
         if "if" in node:

@@ -21,8 +21,9 @@ from jsonschema import Draft202012Validator
 from gm._quickschema import compile_schema
 from gm.problems import SchemaCheck
 from gm.rules.validation import dice_schema
+from gm.testing._openai_schemas import _with_nullable
 from gm.world.definition import world_schema
-from tests.support.paths import SAMPLE_WORLDS
+from tests.support.paths import FRONT_END_FIXTURES, OPENAI_SCHEMAS, SAMPLE_WORLDS
 
 SHIPPED = {"world.json": world_schema(), "dice.json": dice_schema()}
 SAMPLES = [
@@ -31,6 +32,63 @@ SAMPLES = [
     for name in SHIPPED
     if (world / name).exists()
 ]
+# OpenAI's published schemas, as the fake model reads them (gm.testing), and what real front ends sent and got.
+OPENAI = {
+    kind: _with_nullable(json.loads((OPENAI_SCHEMAS / f"chat-completion-{kind}.schema.json").read_text()))
+    for kind in ("request", "response")
+}
+ANSWERS = [
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1796332654,
+        "model": "gm/harbour",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "The lock gives.", "refusal": None},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14},
+    },
+    {
+        "id": "chatcmpl-2",
+        "object": "chat.completion",
+        "created": 1796332655,
+        "model": "fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "refusal": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "roll", "arguments": "{}"}}
+                    ],
+                },
+                "finish_reason": "tool_calls",
+                "logprobs": None,
+            }
+        ],
+    },
+]
+
+
+def sent() -> list[tuple[str, Any]]:
+    """Each request body in the front ends' fixtures (their tools put back in place), and answers in both shapes."""
+    found: list[tuple[str, Any]] = [("response", answer) for answer in ANSWERS]
+    for fixture in sorted(FRONT_END_FIXTURES.glob("*.json")):
+        recorded = json.loads(fixture.read_text(encoding="utf-8"))
+        for exchange in recorded["requests"]:
+            body = exchange["body"]
+            found.append(("request", {**body, "tools": recorded["tools"]} if body.get("tools") == "$tools" else body))
+    return found
+
+
+SENT = sent()
 EDGES = [
     None,
     True,
@@ -90,9 +148,13 @@ def paths(document: Any, here: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 @st.composite
-def changed(draw: st.DrawFn) -> tuple[str, Any]:
-    """A sample world's file with one to three changes a hand could make."""
-    name, original = draw(st.sampled_from(SAMPLES))
+def changed(
+    draw: st.DrawFn,
+    samples: list[tuple[str, Any]] = SAMPLES,
+    added: tuple[str, ...] = ("modifer", "notes", "label", "min", "x"),
+) -> tuple[str, Any]:
+    """A sample document with one to three changes a hand could make (by default a sample world's file)."""
+    name, original = draw(st.sampled_from(samples))
     document = json.loads(json.dumps(original))
     for _ in range(draw(st.integers(1, 3))):
         place = draw(st.sampled_from(paths(document)))
@@ -106,7 +168,7 @@ def changed(draw: st.DrawFn) -> tuple[str, Any]:
         if how == "drop":
             del parent[place[-1]]
         elif how == "add" and isinstance(parent, dict):
-            parent[draw(st.sampled_from(["modifer", "notes", "label", "min", "x"]))] = draw(ANY_JSON)
+            parent[draw(st.sampled_from(added))] = draw(ANY_JSON)
         elif how == "nudge" and isinstance(parent[place[-1]], int | str) and not isinstance(parent[place[-1]], bool):
             value = parent[place[-1]]
             parent[place[-1]] = value + draw(st.sampled_from([-1, 1, 10**6])) if isinstance(value, int) else value * 50
@@ -117,11 +179,30 @@ def changed(draw: st.DrawFn) -> tuple[str, Any]:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=changed())
+@pytest.mark.slow
 def test_the_check_agrees_with_jsonschema_on_changed_worlds(case: tuple[str, Any]) -> None:
     name, document = case
     accepts = compile_schema(SHIPPED[name])
     assert accepts is not None
     assert accepts(document) == jsonschema_says(SHIPPED[name], document)
+
+
+def test_openais_schemas_compile_and_what_front_ends_sent_passes_both_ways() -> None:
+    """The fake model's quick yes (gm.testing) holds for OpenAI's schemas, OpenAPI's annotations and all."""
+    assert {kind for kind, _ in SENT} == {"request", "response"} and len(SENT) >= 50
+    for kind, document in SENT:
+        accepts = compile_schema(OPENAI[kind])
+        assert accepts is not None and accepts(document) and jsonschema_says(OPENAI[kind], document)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=changed(SENT, ("role", "content", "type", "tool_calls", "name", "x-gm")))
+@pytest.mark.slow
+def test_the_check_agrees_with_jsonschema_on_changed_chat_requests_and_answers(case: tuple[str, Any]) -> None:
+    kind, document = case
+    accepts = compile_schema(OPENAI[kind])
+    assert accepts is not None
+    assert accepts(document) == jsonschema_says(OPENAI[kind], document)
 
 
 KEYWORDS = st.sampled_from(
@@ -166,6 +247,7 @@ GENERATED = st.recursive(KEYWORDS | st.booleans(), schemas, max_leaves=6)
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=GENERATED, document=ANY_JSON, defined=st.booleans())
+@pytest.mark.slow
 def test_the_check_agrees_with_jsonschema_on_generated_schemas(schema: Any, document: Any, defined: bool) -> None:
     if defined:  # the same schema reached through a $ref
         schema = {"$defs": {"node": schema}, "$ref": "#/$defs/node"}

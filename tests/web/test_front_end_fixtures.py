@@ -31,9 +31,9 @@ from gm.engine.game import Game
 from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
 from gm.web.app import create_app
-from tests.support.paths import REPOSITORY, SAMPLE_WORLDS
+from tests.support.paths import FRONT_END_FIXTURES, SAMPLE_WORLDS
 
-FIXTURES = REPOSITORY / "tests" / "fixtures" / "front_ends"
+FIXTURES = FRONT_END_FIXTURES
 WORLDS = SAMPLE_WORLDS
 MARKER = re.compile(r"\n*\[gm-story\]: #gm-story-([0-9a-f]{32})-(\d+)-[A-Za-z0-9_-]{16}\s*$")
 SENT_HEADERS = ("x-openwebui-chat-id", "x-openwebui-user-id", "x-openwebui-user-name", "x-openwebui-user-role")
@@ -159,6 +159,7 @@ def replay(front_end: str, store: Store, tmp_path: Path) -> tuple[Replay, list[d
 
 
 @pytest.mark.parametrize("front_end", ["open-webui", "sillytavern"])
+@pytest.mark.slow
 def test_the_requests_front_ends_sent_play_the_same_stories(front_end: str, store: Store, tmp_path: Path) -> None:
     played, requests = replay(front_end, store, tmp_path)
     assert len(requests) >= 10
