@@ -44,6 +44,7 @@ def test_the_configuration_page_shows_the_settings_table_as_the_settings_object_
         assert f"| `{variable}` |" in table
 
 
+@pytest.mark.slow
 def test_the_environment_is_read_in_gm_config_and_nowhere_else_in_gm_or_the_editor() -> None:
     readers = []
     for path in sorted([*(ROOT / "gm").rglob("*.py"), *(ROOT / "editor").rglob("*.py")]):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import gm
 from tests.support.paths import REPOSITORY
 
@@ -38,6 +40,7 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_test_module_imports_another() -> None:
     """Shared parts live in tests/support/ (or a folder's conftest.py), so each test module stands alone."""
     offending = {

@@ -15,6 +15,7 @@ SMALL = {"max_terms": 3, "max_dice": 5, "max_sides": 8, "max_constant": 20, "max
 
 @settings(max_examples=200, deadline=None)
 @given(notations(**SMALL))
+@pytest.mark.slow
 def test_total_bounds_are_the_lowest_and_highest_total_that_can_occur(drawn: tuple[str, list[Spec]]) -> None:
     text, specs = drawn
     values = brute_force(specs)
@@ -23,6 +24,7 @@ def test_total_bounds_are_the_lowest_and_highest_total_that_can_occur(drawn: tup
 
 @settings(max_examples=200, deadline=None)
 @given(notations(**SMALL, constants=False, negatives=False), st.data())
+@pytest.mark.slow
 def test_success_bounds_are_the_fewest_and_most_successes_that_can_occur(
     drawn: tuple[str, list[Spec]], data: st.DataObject
 ) -> None:

@@ -153,6 +153,7 @@ def test_rolls_stay_inside_the_exact_support(text: str, seed: int) -> None:
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(forms())
+@pytest.mark.slow
 def test_exact_odds_are_what_the_roller_rolls(text: str) -> None:
     expression = parsed(text)
     assume(all(term.reroll is None or term.reroll.once for term in expression.dice))
@@ -178,6 +179,7 @@ def test_successes_reading_matches_icepool_and_the_roller(text: str, hit: int | 
     ("text", "watches"),
     [("2d4!+94d1", [(4, None), (1, None)]), ("3d4ro1+90d1", [(2, 4), (1, 4)]), ("2d6!!+94d1", [(6, None)])],
 )
+@pytest.mark.slow
 def test_naturals_watch_the_first_standing_roll(text: str, watches: list[tuple[int, int | None]]) -> None:
     expression = dice.parse(text)
     exact = joint(expression, watches)
@@ -221,6 +223,7 @@ def test_fudge_dice_and_counting_with_failures() -> None:
     assert dice.odds("2d10>=7f1").probability(2) == Fraction(16, 100)
 
 
+@pytest.mark.slow
 def test_the_hardest_notations_are_exact() -> None:
     for text in ("100d1000kh50", "100d1000", "10d1000!", "50d6!", "100d1000r<=500", "100dF"):
         result = dice.odds(text)

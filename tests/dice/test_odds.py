@@ -231,6 +231,7 @@ def test_estimate_of_successes() -> None:
     assert_close(estimate, odds(expression, 5))
 
 
+@pytest.mark.slow
 def test_huge_keep_is_exact_within_the_default_budget() -> None:
     # 100d1000kh50 is the hardest keep within the limits; icepool and dyce cannot finish it, so its mean is
     # checked against an independent formula: the top k of n dice add up to the sum over faces v of
@@ -302,6 +303,7 @@ def test_odds_match_brute_force(drawn: tuple[str, list[Spec]]) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(notations(**SMALL, constants=False, negatives=False), st.data())
+@pytest.mark.slow
 def test_success_odds_match_brute_force(drawn: tuple[str, list[Spec]], data: st.DataObject) -> None:
     text, specs = drawn
     hit = data.draw(st.integers(1, max(spec.sides for spec in specs if isinstance(spec, DiceSpec))))
@@ -361,6 +363,7 @@ def icepool_odds(die: icepool.Die) -> dict[int, Fraction]:
 
 @settings(max_examples=150, deadline=None)
 @given(notations(max_terms=4, max_dice=12, max_sides=20, max_constant=1000))
+@pytest.mark.slow
 def test_odds_match_icepool(drawn: tuple[str, list[Spec]]) -> None:
     expression = parse(drawn[0])
     assert dict(odds(expression).items()) == icepool_odds(icepool_die(expression))
@@ -467,6 +470,7 @@ def biased_source(seed: int, nudge: float) -> DiceSource:
     return faces
 
 
+@pytest.mark.slow
 def test_the_sample_check_catches_a_loaded_die() -> None:
     # The same check as above, on rolls from a die that turns one in twenty of its ones into a top face.
     expression = parse("4d6kh3+1d8-1d4")

@@ -305,6 +305,7 @@ def test_any_text_raises_only_dice_errors(text: str) -> None:
 @example("9" * 101)
 @example("d" * 50)
 @example("1d6" + "kh" * 10)
+@pytest.mark.slow
 def test_notation_like_text_raises_only_dice_errors(text: str) -> None:
     check_only_dice_errors(text)
 

@@ -297,6 +297,7 @@ def test_roll_with_given_faces_is_itemised_correctly(drawn: tuple[str, list[Spec
 
 @settings(max_examples=200, deadline=None)
 @given(notations(), st.integers(0, 2**64))
+@pytest.mark.slow
 def test_seeded_roll_stays_in_bounds(drawn: tuple[str, list[Spec]], seed: int) -> None:
     text, specs = drawn
     result = roll(text, seed=seed)

@@ -409,6 +409,7 @@ def serve(worlds: Path, monkeypatch: pytest.MonkeyPatch, *options: str) -> Any:
     return served["app"]
 
 
+@pytest.mark.slow
 def test_gm_serve_with_the_editor_beyond_loopback_asks_for_the_printed_token(
     worlds: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from gm.editor import create_app
@@ -38,6 +39,7 @@ def fastest_get(client: TestClient, path: str) -> float:
     return min(times)
 
 
+@pytest.mark.slow
 def test_a_dice_page_of_big_dice_costs_about_what_one_of_small_dice_costs(tmp_path: Path) -> None:
     world(tmp_path / "big", "100d1000kh50", 20_000, 35_000)
     world(tmp_path / "small", "1d20", 7, 14)

@@ -30,6 +30,7 @@ def script(request: Request) -> Step:
     return slow(reply(f"The harbour answers: {text}"), 0.3)  # ends within the bound
 
 
+@pytest.mark.slow
 def test_a_drain_lets_quick_rounds_finish_stops_slow_ones_cleanly_and_refuses_new_ones(
     store: Store, tmp_path: Path
 ) -> None:

@@ -51,6 +51,7 @@ def holder_of(store: Store, story_id: str) -> str | None:
     return store.story(story_id).lease_holder
 
 
+@pytest.mark.slow
 def test_a_long_round_keeps_its_lease_and_a_second_round_is_refused(store: Store, tmp_path: Path) -> None:
     """The issue's case: a lease shorter than the model's answer. Two rounds used to both become round 1."""
 
@@ -72,6 +73,7 @@ def test_a_long_round_keeps_its_lease_and_a_second_round_is_refused(store: Store
     assert story.rounds == 1 and story.lease_holder is None  # released at the end
 
 
+@pytest.mark.slow
 def test_a_round_whose_lease_was_taken_is_not_written_and_its_rolls_stay(store: Store, tmp_path: Path) -> None:
     async def play() -> tuple[str, BaseException | Any]:
         narrating = lambda request: slow(narrate_roll()(request), 1.0)  # noqa: E731

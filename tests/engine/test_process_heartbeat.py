@@ -42,6 +42,7 @@ def statements(store: Store) -> list[str]:
     return seen
 
 
+@pytest.mark.slow
 def test_one_beat_keeps_every_lease_of_the_process_with_one_statement(store: Store, tmp_path: Path) -> None:
     calls: list[dict[str, str]] = []
     processes: set[str] = set()
@@ -77,6 +78,7 @@ def test_one_beat_keeps_every_lease_of_the_process_with_one_statement(store: Sto
     assert all(story.lease_holder is None and story.rounds == 1 for story in store.stories())
 
 
+@pytest.mark.slow
 def test_a_dead_process_leases_run_out_and_another_process_takes_its_story(store: Store, database_url: str) -> None:
     other = Store(database_url)  # a second process on the same database
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from gm.engine.round import RoundResult
 from gm.engine.settings import RoundSettings
 from gm.engine.tools.running import MAX_ROLLS, MAX_TOOL_CALLS
@@ -17,6 +19,7 @@ from tests.support.rounds import table
 DICE = ("roll_dice", {"notation": "1d6", "reason": "how many gulls"})
 
 
+@pytest.mark.slow
 def test_a_message_of_twenty_thousand_tool_calls_runs_none(store: Store, harbor: Path) -> None:
     script = [calls([DICE] * 20_000), reply("The gulls wheel over the harbour.")]
 

@@ -165,6 +165,7 @@ def replay(start: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, An
     return sheets
 
 
+@pytest.mark.slow
 def test_a_50_round_story_keeps_every_sheet_honest(store: Store, database_url: str, tmp_path: Path) -> None:
     world_path = write_world(tmp_path / "customs", WORLD, DICE)
     master = GameMaster()

@@ -187,6 +187,7 @@ def test_tampering_with_the_database_is_caught(
     assert any(caught in str(mismatch) for mismatch in report.mismatches), report.mismatches
 
 
+@pytest.mark.slow
 def test_the_command_line_says_the_verdict_and_the_first_mismatch(
     store: Store, harbor: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -335,6 +336,7 @@ LEAVES = st.one_of(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
+@pytest.mark.slow
 def test_the_audit_never_breaks_on_a_changed_transcript(exported: dict[str, Any], data: st.DataObject) -> None:
     """Whatever a transcript file says, the audit answers with a verdict: never an exception."""
     changed = json.loads(json.dumps(exported))

@@ -126,6 +126,7 @@ def test_the_faces_are_uniform(sides: int) -> None:
     assert accepted, f"chi-square {statistic:.1f} over {sides - 1} degrees of freedom"
 
 
+@pytest.mark.slow
 def test_the_uniformity_test_catches_a_biased_derivation() -> None:
     accepted, statistic = uniform(modulo_biased, 6)
     assert not accepted, f"a byte modulo 6 favours 1-4 by 1/42, yet chi-square was only {statistic:.1f}"

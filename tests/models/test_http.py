@@ -155,6 +155,7 @@ def test_a_closed_client_leaves_no_session_for_the_garbage_collector_to_warn_of(
     assert not [warning for warning in caught if "nclosed" in str(warning.message)]
 
 
+@pytest.mark.slow
 def test_a_client_dropped_without_closing_lets_its_sockets_go_without_a_warning() -> None:
     with fake_model([reply("One.")]) as fake:
         settings = ModelSettings(base_url=fake.base_url, api_key="k", model=fake.model)

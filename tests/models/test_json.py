@@ -31,6 +31,7 @@ def as_json_writes(value: Any) -> bytes:
 
 @settings(max_examples=400, deadline=None)
 @given(VALUES)
+@pytest.mark.slow
 def test_a_body_is_the_bytes_json_writes(value: Any) -> None:
     assert _encoded({"messages": value}) == as_json_writes({"messages": value})
 

@@ -103,6 +103,7 @@ def test_the_new_forms_in_a_world_check() -> None:
     assert any("counts its own successes" in p.message for p in refused)
 
 
+@pytest.mark.slow
 def test_odds_command_on_the_hardest_keep_is_exact() -> None:
     ran = gm("odds", "100d1000kh50", "--json", "--exact")
     assert ran.returncode == 0, ran.stderr

@@ -225,6 +225,7 @@ def checks(draw: st.DrawFn) -> tuple[Check, int]:
 
 @settings(max_examples=300, deadline=None)
 @given(checks(), st.integers(-40, 40))
+@pytest.mark.slow
 def test_certain_exactly_when_the_odds_give_one_outcome(drawn: tuple[Check, int], target: int) -> None:
     check, modifier = drawn
     given_target = target if check.needs_target else None
@@ -238,6 +239,7 @@ def test_certain_exactly_when_the_odds_give_one_outcome(drawn: tuple[Check, int]
 
 @settings(max_examples=150, deadline=None)
 @given(checks())
+@pytest.mark.slow
 def test_uncertain_targets_are_exactly_the_targets_whose_odds_give_two_outcomes(drawn: tuple[Check, int]) -> None:
     check, modifier = drawn
     if not check.needs_target:

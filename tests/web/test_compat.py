@@ -321,6 +321,7 @@ def test_a_chat_goes_on_after_a_restart(store: Store, worlds: Path) -> None:
     assert second.startswith("After.") and marker_of(second)[0] == marker_of(first)[0]
 
 
+@pytest.mark.slow
 def test_a_busy_story_and_a_round_failing_mid_stream(store: Store, worlds: Path) -> None:
     script = [reply("Rain."), slow(reply("Slowly, the fog."), 3.0), http_error(400, "The model does not exist.")]
     with gm_server(store, worlds, script) as served:

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gm.store import Store
 from gm.web.compat._body import MAX_CHAT_MESSAGES, MAX_JSON_VALUES
 from gm.web.process import tune_server_process
@@ -46,6 +48,7 @@ def chat_of(messages: int) -> bytes:
     return json.dumps({"model": "gm/atlantis", "messages": history}).encode()
 
 
+@pytest.mark.slow
 def test_a_body_without_the_api_token_is_refused_before_it_is_parsed(store: Store, worlds: Path) -> None:
     with gm_server(store, worlds, [], api_token=TOKEN) as served:
         for body in (b"{", b"[" * 100_000, chat_of(180_000)):
@@ -65,6 +68,7 @@ def test_a_body_of_too_many_values_is_refused_before_it_is_parsed(store: Store, 
         assert status == 404 and "gm/atlantis" in answer["error"]["message"], answer  # read whole: a model unknown
 
 
+@pytest.mark.slow
 def test_a_big_body_does_not_hold_up_a_small_request(store: Store, worlds: Path) -> None:
     """Small requests are timed while big bodies are sent: the slowest must stay well under the 2.1 s the probe
     measured (with its 8 MB body of 180,000 messages, and the biggest bodies the bounds let through). The process

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gm.store import Store
 from gm.testing import reply, slow
 from tests.support.compat import chat, gm_server, marker_of
@@ -93,6 +95,7 @@ def test_a_stopped_first_round_leaves_no_story(store: Store, worlds: Path) -> No
         assert store.stories()[0].rounds == 1
 
 
+@pytest.mark.slow
 def test_a_busy_story_is_a_409_before_the_stream_starts(store: Store, worlds: Path) -> None:
     script = [reply("Rain."), slow(reply("Slowly."), 30.0)]  # the first stream is closed, not waited for
     with gm_server(store, worlds, script) as served:

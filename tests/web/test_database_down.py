@@ -92,6 +92,7 @@ def test_after_an_outage_mid_round_the_next_message_plays_and_the_attempt_is_fai
     assert "database" in (attempts[0].error or "")
 
 
+@pytest.mark.slow
 def test_after_an_outage_mid_round_the_attempt_is_failed_and_the_lease_let_go_with_no_request(
     store: Store, worlds: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

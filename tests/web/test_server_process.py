@@ -66,6 +66,7 @@ def serve_rehearsal(worlds: Path, database_url: str, *options: str) -> None:
     assert ran.returncode == 0, ran.stderr
 
 
+@pytest.mark.slow
 def test_gm_serve_freezes_the_built_app_and_collects_by_the_clock(
     worlds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector: None
 ) -> None:
@@ -80,6 +81,7 @@ def test_gm_serve_freezes_the_built_app_and_collects_by_the_clock(
     assert served["frozen"] > 10_000  # the web stack, openai's types and the app itself
 
 
+@pytest.mark.slow
 def test_each_worker_of_gm_serve_tunes_its_own_collector(
     worlds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collector: None
 ) -> None:
@@ -110,6 +112,7 @@ class Cyclic:
         self.me = self
 
 
+@pytest.mark.slow
 def test_the_collector_collects_the_young_generation_often_and_everything_now_and_then(collector: None) -> None:
     gc.disable()
     clock = Collector(young_seconds=0.01, full_seconds=0.5)
@@ -134,6 +137,7 @@ def test_the_collector_collects_the_young_generation_often_and_everything_now_an
     assert clock.full == 1
 
 
+@pytest.mark.slow
 def test_rounds_over_the_api_leave_no_cyclic_garbage(store: Store, worlds: Path) -> None:
     """What a tuned server relies on: a round's objects are freed by reference counting as it ends (a closure
     over a round's own state once kept every round alive until a collection walked it)."""

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from starlette.routing import Mount, Route
 
@@ -56,6 +57,7 @@ def routes(app: Any) -> list[tuple[str, str]]:
     return sorted(found)
 
 
+@pytest.mark.slow
 def test_no_route_leaks_a_seat_s_secrets_to_anyone_else(
     store: Store, tmp_path: Path, harbor: Path, capsys: Any
 ) -> None:

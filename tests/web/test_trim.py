@@ -9,6 +9,7 @@ import pytest
 from gm.web import process
 
 
+@pytest.mark.slow
 def test_a_process_quiet_after_it_grew_trims_and_a_busy_one_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
     resident = [100 << 20]
     monkeypatch.setattr(process, "resident_bytes", lambda: resident[0])
