@@ -80,7 +80,7 @@ class EventStream(StreamingResponse):
     media_type = "text/event-stream"
 
 
-@router.get("/worlds", responses=errors())
+@router.get("/worlds", responses=errors(database=False))
 def list_worlds(app: ServiceDep) -> list[WorldOut]:
     """The worlds of the server; a broken one is listed with the sentence saying why it cannot be played."""
     listed = []

@@ -36,21 +36,24 @@ ERRORS: dict[int, str] = {
     422: "The request body is not UTF-8, not JSON, or not the shape documented for it.",
     502: "The game master could not finish the round, or the model could not be reached; the story is "
     "unchanged and rolls made are kept.",
+    503: "The database cannot be used right now (a full disk, a server gone), or the server is stopping; nothing "
+    "was half-written. Retry-After says when to try again.",
 }
 
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
 
 
-def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+def errors(*statuses: int, database: bool = True) -> dict[int | str, dict[str, Any]]:
     """The `responses=` of a route: each status it can answer with its `{"error"}` shape and what it means.
 
-    Every route may answer 400 (a Host this server does not answer to) and 413 (a body too large).
+    Every route may answer 400 (a Host this server does not answer to) and 413 (a body too large), and every
+    route that uses the database 503 (gm.web._errors answers any database failure so).
     The content is spelt out (not `model=`), so the stream routes document their errors as JSON too.
     """
     return {
         status: {"description": ERRORS[status], "content": {"application/json": {"schema": ERROR_REF}}}
-        for status in sorted({400, 413, *statuses})
+        for status in sorted({400, 413, *statuses, *([503] if database else [])})
     }
 
 

@@ -36,21 +36,22 @@ def test_every_error_is_documented_with_its_shape(store: Store, worlds: Path) ->
         spec = client.get("/openapi.json").json()
     assert spec["components"]["schemas"]["ErrorOut"]["properties"] == {"error": {"title": "Error", "type": "string"}}
     assert "HTTPValidationError" not in spec["components"]["schemas"]  # FastAPI's {"detail": [...]} is never sent
-    # 403: a seat's token asking for the owner's part, or another seat's (docs/table.md)
+    # 403: a seat's token asking for the owner's part, or another seat's (docs/table.md); 503: the database cannot be
+    # used (every route reading it), or the server drains
     expected = {
         ("get", "/api/worlds"): {"400", "413"},
-        ("post", "/api/stories"): {"400", "401", "404", "413", "422"},
-        ("get", "/api/stories/{story_id}"): {"400", "401", "404", "413", "422"},  # 422: a bad page
-        ("put", "/api/stories/{story_id}/settings"): {"400", "401", "403", "404", "413", "422"},
-        ("post", "/api/stories/{story_id}/messages"): {"400", "401", "403", "404", "409", "413", "422", "502"},
-        ("post", "/api/stories/{story_id}/regenerate"): {"400", "401", "403", "404", "409", "413", "502"},
+        ("post", "/api/stories"): {"400", "401", "404", "413", "422", "503"},
+        ("get", "/api/stories/{story_id}"): {"400", "401", "404", "413", "422", "503"},  # 422: a bad page
+        ("put", "/api/stories/{story_id}/settings"): {"400", "401", "403", "404", "413", "422", "503"},
+        ("post", "/api/stories/{story_id}/messages"): {"400", "401", "403", "404", "409", "413", "422", "502", "503"},
+        ("post", "/api/stories/{story_id}/regenerate"): {"400", "401", "403", "404", "409", "413", "502", "503"},
         # busy: an event; ended, or a round waiting for dice: a 409 before the stream
-        ("post", "/api/stories/{story_id}/messages/stream"): {"400", "401", "403", "404", "409", "413", "422"},
-        ("post", "/api/stories/{story_id}/regenerate/stream"): {"400", "401", "403", "404", "409", "413"},
-        ("post", "/api/stories/{story_id}/faces"): {"400", "401", "403", "404", "409", "413", "422", "502"},
-        ("post", "/api/stories/{story_id}/faces/stream"): {"400", "401", "403", "404", "409", "413", "422"},
-        ("post", "/api/stories/{story_id}/abandon"): {"400", "401", "403", "404", "409", "413"},
-        ("post", "/api/stories/{story_id}/end"): {"400", "401", "403", "404", "409", "413"},
+        ("post", "/api/stories/{story_id}/messages/stream"): {"400", "401", "403", "404", "409", "413", "422", "503"},
+        ("post", "/api/stories/{story_id}/regenerate/stream"): {"400", "401", "403", "404", "409", "413", "503"},
+        ("post", "/api/stories/{story_id}/faces"): {"400", "401", "403", "404", "409", "413", "422", "502", "503"},
+        ("post", "/api/stories/{story_id}/faces/stream"): {"400", "401", "403", "404", "409", "413", "422", "503"},
+        ("post", "/api/stories/{story_id}/abandon"): {"400", "401", "403", "404", "409", "413", "503"},
+        ("post", "/api/stories/{story_id}/end"): {"400", "401", "403", "404", "409", "413", "503"},
     }
     for (method, path), statuses in expected.items():
         responses = spec["paths"][path][method]["responses"]
