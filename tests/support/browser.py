@@ -22,6 +22,9 @@ CHROMIUM_ARGS = [
 ]
 
 BAD_REQUEST = "the server responded with a status of 400 (Bad Request)"  # Chromium's console note of a 400
+# How long an `expect(...)` waits for a page to show what it must: Playwright's 5 s was once too short for a round
+# to reach the page on a machine loaded by other work (the page then showed it); a page that never shows it fails.
+EXPECT_MS = 15_000
 
 
 def sync_api() -> Any:
@@ -42,7 +45,9 @@ def sync_api() -> Any:
 
 @contextmanager
 def launched_browser() -> Iterator[Any]:
-    with sync_api().sync_playwright() as playwright:
+    api = sync_api()
+    api.expect.set_options(timeout=EXPECT_MS)
+    with api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
