@@ -155,15 +155,24 @@ def browser() -> Iterator[Any]:
         yield launched
 
 
+HEAVY = ("browser", "subprocess", "slow")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks what the test's own arguments say: `browser` for a test using Chromium, `postgres` for a test
-    run on PostgreSQL (the `database_url` fixture's "postgres" parameter, or a module's own `postgres` mark)."""
+    run on PostgreSQL (the `database_url` fixture's "postgres" parameter, or a module's own `postgres` mark).
+
+    Then puts the modules holding a browser, subprocess or slow test first, each module's tests kept together
+    and in order: xdist hands tests out in this order, and the longest ones, last in the folders' order (the web
+    tests), left one core idle while the other finished them."""
     for item in items:
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("database_url") == "postgres":
             item.add_marker(pytest.mark.postgres)
+    heavy_modules = {item.path for item in items if any(item.get_closest_marker(name) for name in HEAVY)}
+    items.sort(key=lambda item: item.path not in heavy_modules)  # stable: the order within each group stays
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
