@@ -64,11 +64,8 @@ def test_a_bad_number_of_workers_is_one_sentence(arguments: list[str], env: dict
 
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
-    started = fake(script).start()
-    try:
+    with fake(script) as started:  # started, and closed after the test
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture

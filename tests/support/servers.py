@@ -10,7 +10,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,25 @@ def start_server(name: str, worlds: Path, database_url: str, model: FakeModel, f
             stderr=subprocess.STDOUT,
         )
     return Server(name, process, port, log)
+
+
+@contextmanager
+def running_servers(
+    names: Sequence[str], worlds: Path, database_url: str, model: FakeModel, folder: Path
+) -> Iterator[list[Server]]:
+    """`gm serve` processes named `names` on one database, all started at once (each migrates it; one waits for
+    another) and then each waited for; stopped afterwards, their output written where pytest shows a failure's."""
+    started: list[Server] = []
+    try:
+        for name in names:
+            started.append(start_server(name, worlds, database_url, model, folder))
+        for server in started:
+            wait_until_up(server)
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+            sys.stderr.write(server.output() + "\n")
 
 
 def wait_until_up(server: Server) -> None:

@@ -19,7 +19,8 @@ from sqlmodel import select
 
 from gm.store import Attempt, Store
 from gm.testing import FakeModel, Request, Step, reply, slow
-from tests.support.servers import BUSY, Server, game_master_texts, send, start_server, wait_until_up
+from tests.support.rounds import fake
+from tests.support.servers import BUSY, Server, game_master_texts, running_servers, send
 
 LEASE_SECONDS = 3.0
 HEARTBEAT_SECONDS = 1.0
@@ -38,13 +39,8 @@ def script(request: Request) -> Step:
 
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
-    from tests.support.rounds import fake
-
-    started = fake(script).start()
-    try:
+    with fake(script) as started:  # started, and closed after the test
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture
@@ -53,14 +49,8 @@ def pair(
 ) -> Iterator[tuple[Server, Server]]:
     monkeypatch.setenv("GM_LEASE_SECONDS", str(LEASE_SECONDS))
     monkeypatch.setenv("GM_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
-    started = [start_server(name, worlds, database_url, model, tmp_path) for name in ("A", "B")]
-    try:
-        for server in started:
-            wait_until_up(server)
+    with running_servers(("A", "B"), worlds, database_url, model, tmp_path) as started:
         yield started[0], started[1]
-    finally:
-        for server in started:
-            server.stop()
 
 
 @pytest.mark.slow

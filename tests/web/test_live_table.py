@@ -8,7 +8,6 @@ players and for four; every story passes `gm audit` afterwards. PostgreSQL and C
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from tests.support.browser import opened_page
 from tests.support.command_line import gm
 from tests.support.databases import POSTGRES_URL
 from tests.support.rounds import fake
-from tests.support.servers import Server, send, start_server, wait_until_up
+from tests.support.servers import Server, running_servers, send
 from tests.support.table import table_master
 from tests.support.worlds import write_table_world
 
@@ -49,26 +48,14 @@ def table_folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
-    started = fake(table_master).start()
-    try:
+    with fake(table_master) as started:  # started, and closed after the test
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture
 def servers(tmp_path: Path, table_folder: Path, database_url: str, model: FakeModel) -> Iterator[list[Server]]:
-    started: list[Server] = []
-    try:
-        for name in ("A", "B"):
-            started.append(start_server(name, table_folder, database_url, model, tmp_path))
-        for server in started:
-            wait_until_up(server)
+    with running_servers(("A", "B"), table_folder, database_url, model, tmp_path) as started:
         yield started
-    finally:
-        for server in started:
-            server.stop()
-            sys.stderr.write(server.output() + "\n")
 
 
 def seated_story(server: Server, players: int, rounds: str) -> tuple[str, list[str]]:

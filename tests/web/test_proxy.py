@@ -64,11 +64,8 @@ def script(request: Request) -> Step:
 
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
-    started = fake(script).start()
-    try:
+    with fake(script) as started:  # started, and closed after the test
         yield started
-    finally:
-        started.close()
 
 
 class Proxy:

@@ -48,11 +48,8 @@ def script(request: Request) -> Step:
 
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
-    started = fake(script).start()
-    try:
+    with fake(script) as started:  # started, and closed after the test
         yield started
-    finally:
-        started.close()
 
 
 def game_master_requests(model: FakeModel) -> int:

@@ -7,7 +7,6 @@ Runs only on PostgreSQL (GM_TEST_POSTGRES_URL); each server is a subprocess, alw
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +18,14 @@ import pytest
 from gm.testing import FakeModel, Request, Step, call, honest_judge, is_judge_request, reply, slow
 from tests.support.databases import POSTGRES_URL
 from tests.support.rounds import fake, narrate_roll
-from tests.support.servers import BUSY, HTTP_SECONDS, Server, game_master_texts, send, start_server, wait_until_up
+from tests.support.servers import (
+    BUSY,
+    HTTP_SECONDS,
+    Server,
+    game_master_texts,
+    running_servers,
+    send,
+)
 
 pytestmark = pytest.mark.skipif(
     not POSTGRES_URL, reason="two gm serve processes share a PostgreSQL database: set GM_TEST_POSTGRES_URL"
@@ -52,27 +58,15 @@ def game_master(request: Request) -> Step:
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
     """One fake model for both servers, checking every request and answer against OpenAI's schemas."""
-    started = fake(game_master).start()
-    try:
+    with fake(game_master) as started:  # started, and closed after the test
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture
 def servers(tmp_path: Path, worlds: Path, database_url: str, model: FakeModel) -> Iterator[tuple[Server, Server]]:
     """Two `gm serve` processes on one database, started at once (both migrate it; one waits for the other)."""
-    started: list[Server] = []
-    try:
-        for name in ("A", "B"):
-            started.append(start_server(name, worlds, database_url, model, tmp_path))
-        for server in started:
-            wait_until_up(server)
+    with running_servers(("A", "B"), worlds, database_url, model, tmp_path) as started:
         yield started[0], started[1]
-    finally:
-        for server in started:
-            server.stop()
-            sys.stderr.write(server.output() + "\n")  # pytest shows it when the test fails
 
 
 @pytest.mark.slow
