@@ -14,9 +14,9 @@ from typing import Any, Literal
 from gm._hosts import LOOPBACK_HOSTS, allowed_hosts, is_loopback
 from gm._text import visible
 from gm.cli._edit import check_port, editor_login, print_login
+from gm.cli._model import choose_judge, model_settings
 from gm.cli._parser import REHEARSAL
 from gm.cli._settings import settings_of
-from gm.cli._story import choose_judge, model_settings
 from gm.config import LogFormat, Settings, count_metrics_in
 from gm.engine.game import Game
 from gm.engine.instructions import use_prompts

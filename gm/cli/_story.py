@@ -10,14 +10,14 @@ import sys
 
 from gm._text import counted, visible, visible_json
 from gm.chat.terminal import Chat
+from gm.cli._model import choose_judge, model_settings
 from gm.cli._parser import REHEARSAL
 from gm.cli._settings import settings_of, store_of
 from gm.engine.game import Game
 from gm.engine.instructions import use_prompts
-from gm.engine.judge import judge_settings
 from gm.engine.transcript import render_transcript, story_public, transcript
 from gm.errors import StoryNotFound, UsageError
-from gm.models.client import ChatModel, ModelClient, ModelSettings
+from gm.models.client import ChatModel, ModelClient
 from gm.rehearsal.model import RehearsalModel
 from gm.store import Store, Story
 from gm.transcript.shapes import as_utc
@@ -90,27 +90,6 @@ def choose_model(arguments: argparse.Namespace, world: World) -> ChatModel:
     if arguments.model == REHEARSAL:
         return RehearsalModel(world)
     return ModelClient(model_settings(arguments))
-
-
-def model_settings(arguments: argparse.Namespace) -> ModelSettings:
-    """The endpoint's settings from the flags, the environment filling in what they leave out."""
-    return ModelSettings.from_settings(
-        settings_of(arguments),
-        base_url=arguments.base_url,
-        api_key=arguments.api_key,
-        model=arguments.model,
-        tools=arguments.tools,
-    )
-
-
-def choose_judge(arguments: argparse.Namespace, master: ChatModel) -> ChatModel | None:
-    """The judge's own model where one is configured (--judge MODEL, GM_JUDGE_*); None to use the game master's."""
-    endpoint = getattr(master, "settings", None)
-    if not isinstance(endpoint, ModelSettings):
-        return None  # the rehearsal plays its own judge
-    named = None if arguments.judge in (None, "off") else arguments.judge
-    settings = judge_settings(endpoint, settings_of(arguments), named)
-    return None if settings == endpoint else ModelClient(settings)
 
 
 def run_stories(arguments: argparse.Namespace) -> int:

@@ -69,6 +69,13 @@ def test_quick_commands_import_no_heavy_library(arguments: list[str]) -> None:
     assert not loaded & set(HEAVY), f"gm {' '.join(arguments)} imported {sorted(loaded & set(HEAVY))}"
 
 
+def test_gm_serve_imports_no_terminal_line_editor() -> None:
+    """`gm serve` starts in every subprocess test and on every deploy: the chat's prompt_toolkit is not its own."""
+    loaded = imported_packages([sys.executable, "-c", "import gm.cli._serve, gm.web.app"])
+    assert "fastapi" in loaded
+    assert "prompt_toolkit" not in loaded
+
+
 def test_importing_the_dice_engine_imports_no_heavy_library() -> None:
     loaded = imported_packages([sys.executable, "-c", "import gm.dice; gm.dice.roll('1d20')"])
     assert "gm" in loaded
