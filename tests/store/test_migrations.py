@@ -21,9 +21,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
 from gm.store import Store, Story, make_engine
-from gm.store.migrations import FOLDER, INITIAL, config, upgrade
+from gm.store.migrations import FOLDER, HEAD, INITIAL, config, upgrade
 
-HEAD = "lease_processes"
 COLUMNS_OF_JUDGE = [("rounds", "judgement"), ("model_calls", "structured")]  # added by the judge revision
 COLUMNS_OF_CALENDAR = [("stories", "clock"), ("rounds", "clock"), ("memory", "clock")]  # added by the calendar revision
 COLUMNS_OF_TABLE_DICE = [
@@ -226,6 +225,14 @@ def test_a_database_at_the_head_opens_without_alembic_and_an_older_one_with_it(
         patched.setattr(command, "upgrade", lambda settings, revision: ran.append(revision))
         Store(database_url).close()
     assert ran == ["head"]  # at the head: one read, no lock, no Alembic
+
+
+@pytest.mark.subprocess
+def test_a_process_opening_a_database_at_the_head_imports_no_alembic(database_url: str) -> None:
+    Store(database_url).close()
+    code = f"import sys; from gm.store import Store; Store({database_url!r}).close(); print('alembic' in sys.modules)"
+    opened = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (opened.returncode, opened.stdout) == (0, "False\n"), opened.stderr
 
 
 @pytest.mark.subprocess

@@ -22,23 +22,26 @@ and correct what it wrote (SQLite alters tables through batch operations)::
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine, Inspector
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 FOLDER = Path(__file__).parent
 INITIAL = "initial"  # the schema as it was before gm had migrations
+HEAD = "lease_processes"  # the newest revision in versions/: a new one moves it (tests/store/test_migrations.py)
 # Any fixed number would do: every process migrating one PostgreSQL database takes this lock in turn.
 LOCK_KEY = 0x676D5F6D6967  # "gm_mig"
 
 
 def config(connection: Connection) -> Config:
     """Alembic's configuration, made in code: no alembic.ini, and env.py runs on `connection` as it is."""
+    from alembic.config import Config
+
     made = Config()
     made.set_main_option("script_location", str(FOLDER).replace("%", "%%"))
     made.set_main_option("file_template", "%%(rev)s")  # a new revision's file is named by its id
@@ -50,6 +53,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the database up to `revision`, in one transaction, one process at a time."""
     if revision == "head" and _at_head(engine):
         return
+    from alembic import command  # Alembic is imported only to migrate
+
     with engine.begin() as connection:
         _lock(connection)
         settings = config(connection)
@@ -63,20 +68,14 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 def _at_head(engine: Engine) -> bool:
     """Whether the database is at the newest revision already, as it is every time but the first it is opened.
 
-    Read without the migration lock and without running Alembic's environment, which cost a store's opening
-    most of its time (17 -> 4 ms on PostgreSQL, 4.4 -> 1.5 ms on SQLite, measured). Revisions only move
-    forward, so a database found at the head stays there; any other answer takes the locked path."""
+    One read, without the migration lock, Alembic, its environment or its revision files, which every process
+    opening a store (each `gm` command, each `gm serve`) otherwise imports and runs. Revisions only move forward,
+    so a database found at the head stays there; any other answer takes the locked path."""
     with engine.connect() as connection:
         if not inspect(connection).has_table("alembic_version"):
             return False
         current = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
-    return current == [_head()]
-
-
-@cache
-def _head() -> str | None:
-    """The newest revision in `versions/`, read once a process."""
-    return ScriptDirectory(str(FOLDER)).get_current_head()
+    return current == [HEAD]
 
 
 def _made_before_migrations(schema: Inspector) -> str:
