@@ -25,6 +25,7 @@ from gm.store._workers import Workers
 from gm.testing import calls, reply, tool_call
 from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic
+from tests.support.databases import round_trips
 from tests.support.rounds import narrate_roll, roll_mara, table
 
 
@@ -66,6 +67,27 @@ def test_a_rolled_round_takes_three_transactions_and_a_plain_one_two(store: Stor
     rolled, plain = asyncio.run(play())
     assert rolled == {"commits": 3, "checkouts": 3}
     assert plain == {"commits": 2, "checkouts": 2}
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_on_postgresql_a_rolled_round_makes_five_round_trips_and_a_plain_one_three(store: Store, harbor: Path) -> None:
+    """The opening two (the lease taken with the story read, then the rest with the commit), the roll two (its place
+    claimed, then the roll and the chain's head with the commit) and the acceptance one, its commit included (its
+    refusals are the server's: gm.store._accept)."""
+
+    async def play() -> tuple[int, int]:
+        async with table(store, [roll_mara(), narrate_roll(), reply("The quay is quiet.")], faces=[11]) as t:
+            story = t.game.start_story(harbor, settings={"judge": "off"})
+            t.game.world(story)
+            with round_trips(store.engine) as count:
+                await t.game.play(story, "I pick the lock.")
+                rolled = count()
+            await t.game.settle()
+            with round_trips(store.engine) as count:
+                await t.game.play(story, "I look around.")
+                return rolled, count()
+
+    assert asyncio.run(play()) == (5, 3)
 
 
 def test_a_roll_is_committed_before_the_model_hears_of_it(store: Store, database_url: str, harbor: Path) -> None:
