@@ -41,6 +41,7 @@ from gm.store._events import (
     EventsRead,
     EventTables,
     LiveEvent,
+    Stage,
     listen_url,
     notifications,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "SheetChangeRecord",
     "SheetStart",
     "SheetWrite",
+    "Stage",
     "Store",
     "Story",
     "StoryBase",

@@ -120,7 +120,7 @@ class AcceptTables(Tables):
                     batch.add(SETTLE, settled)
                 last: Event = ("round", {"number": number, "regenerated": regenerated}, None)
                 if guarded:  # the round's events, after its data (only PostgreSQL's acceptance is guarded)
-                    ride = Ride.board(batch, story_id, last)
+                    ride = Ride.board(batch, story_id, "acceptance", last)
                 batch.send(commit=guarded)  # guarded: nothing after this can refuse the round
                 if accepted.first() is None:
                     raise StoryNotFound(story_id)

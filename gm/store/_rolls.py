@@ -8,8 +8,9 @@ back: gm.engine._earlier_rolls).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import bindparam, func, insert, literal_column, update
 from sqlalchemy import select as sql_select
@@ -20,6 +21,7 @@ from gm._text import storable
 from gm.errors import ChainMoved, NotFair, StoryNotFound
 from gm.store._base import ABANDONED, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
+from gm.store._events import Ride
 from gm.store.records import Attempt, ModelCall, RollRecord, SeedRecord, Story
 from gm.transcript.chain import genesis, roll_hash
 from gm.transcript.shapes import RollPublic
@@ -39,7 +41,7 @@ class RollTables(Tables):
             insert_attempt(connection, attempt)
         return attempt
 
-    def record_roll(self, roll: RollRecord) -> RollRecord:
+    def record_roll(self, roll: RollRecord, card: Callable[[RollRecord], dict[str, Any]] | None = None) -> RollRecord:
         """Write a roll now, in its own transaction, so no later failure can lose or change it.
 
         The roll becomes the next link of its story's chain: the story's row is claimed first (on PostgreSQL
@@ -48,25 +50,39 @@ class RollTables(Tables):
         roll before, and the story its new length and head in one UPDATE: on PostgreSQL one new version of the
         story's row a roll (two before, docs/performance.md). A fair roll comes with the place and
         seed epoch it was derived for (see gm.integrity.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
+
+        `card` (the engine's, for a roll the story's viewers may see) makes the roll's live event from the roll as
+        written. On PostgreSQL, when the task playing the round has a rider (`gm.store._events.Ride`), the event
+        goes in the roll's transaction, after the events the round queued before it, and `card` is called for it;
+        where it cannot ride, `card` is not called, and the caller tells the roll itself.
         """
-        with self.transaction() as connection:
-            batch = Batch(connection)  # two round trips on PostgreSQL, the second with the commit (gm.store._batch)
-            claim = batch.add(_CLAIM[connection.dialect.name], {"story": roll.story_id})
-            batch.send()
-            if (claimed := claim.first()) is None:
-                raise StoryNotFound(roll.story_id)
-            place, head, epoch, next_id = claimed
-            if roll.seq is not None and (roll.seq != place or roll.seed_epoch != epoch):
-                raise ChainMoved(  # leaving the block rolls the claim back
-                    "this story's dice moved on while the round was played (its lease ran out, and another round "
-                    "or a reveal went ahead); the roll was not written, try again"
-                )
-            # The roll's id is taken before it is written: its hash covers its id too.
-            _put(roll, id=next_id, seq=place, prev_hash=head or genesis(roll.story_id))
-            link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
-            batch.add(_ROLL, values_of(roll))
-            batch.add(_HEAD, {"story": roll.story_id, "head": link, "place": place})
-            batch.send(commit=True)  # nothing after it can refuse the roll
+        ride: Ride | None = None
+        try:
+            with self.transaction() as connection:
+                batch = Batch(connection)  # two round trips on PostgreSQL, the second with the commit (gm.store._batch)
+                claim = batch.add(_CLAIM[connection.dialect.name], {"story": roll.story_id})
+                batch.send()
+                if (claimed := claim.first()) is None:
+                    raise StoryNotFound(roll.story_id)
+                place, head, epoch, next_id = claimed
+                if roll.seq is not None and (roll.seq != place or roll.seed_epoch != epoch):
+                    raise ChainMoved(  # leaving the block rolls the claim back
+                        "this story's dice moved on while the round was played (its lease ran out, and another round "
+                        "or a reveal went ahead); the roll was not written, try again"
+                    )
+                # The roll's id is taken before it is written: its hash covers its id too.
+                _put(roll, id=next_id, seq=place, prev_hash=head or genesis(roll.story_id))
+                link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
+                batch.add(_ROLL, values_of(roll))
+                batch.add(_HEAD, {"story": roll.story_id, "head": link, "place": place})
+                if card is not None:  # the roll's event, made only if it rides (`card`'s caller tells it otherwise)
+                    ride = Ride.board(batch, roll.story_id, "roll", lambda: ("roll", card(roll), None))
+                batch.send(commit=True)  # nothing after it can refuse the roll
+            if ride is not None:
+                ride.landed = True
+        finally:
+            if ride is not None:
+                ride.end(self)
         return roll
 
     def unfinished_attempts(self, story_id: str, round_number: int | None = None) -> set[str]:

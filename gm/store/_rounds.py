@@ -206,7 +206,7 @@ def open_attempt(
     queue_attempt(batch, opened.attempt)
     retried = batch.add(OF_ROUND, {"story": story_id, "number": number})
     past_read = read_past(batch, story, number, past) if past is not None else None
-    ride = Ride.board(batch, story_id) if commit and rides is not None else None  # the round's action (PostgreSQL)
+    ride = Ride.board(batch, story_id, "opening") if commit and rides is not None else None  # its action (PostgreSQL)
     if ride is not None and rides is not None:
         rides.append(ride)
     batch.send(commit=commit)
