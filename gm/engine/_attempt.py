@@ -102,8 +102,8 @@ class StoreLedger:
 
         shown = self.events is not ignore and not is_secret(record, self.world)
         stored = self.store.record_roll(stamped(self.source, record), card if shown else None)
-        if shown:
-            self.events("roll", made if made is not None else card(stored))
+        if shown:  # a card made for a transaction that failed has another roll's id: made again
+            self.events("roll", made if made is not None and made["id"] == stored.id else card(stored))
         return stored
 
     def find(self, roll_id: int) -> RollRecord | None:

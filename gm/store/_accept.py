@@ -3,14 +3,11 @@ go, in one transaction fenced on the lease; on PostgreSQL in one round trip, its
 
 The acceptance refuses a round in three cases: its attempt is not the story's (`StoryNotFound`), the story's row
 was not counted (the story is gone, or, fenced, the lease is another's: `LeaseLost`), or a round of that number
-was written meanwhile (`LeaseLost`). Each is read from a statement's result, so on PostgreSQL the COMMIT could not
-go in the round trip that carries the statements: the caller had to read the results first, and commit (or roll
-back) in a second one. Here each of those three statements is *guarded* on PostgreSQL: wrapped in a SELECT that
-divides by the rows it wrote, so it fails on the server when it wrote none, and the server then skips the rest of
-the pipeline, the COMMIT included (`guarded`). The transaction that commits is then exactly the one the checks
-would have let commit, in one round trip instead of two. A guard that fires rolls the transaction back, and the
-round is accepted again the plain way (the checks read in Python, as on SQLite), which says why it is refused in
-the same words as before: a refusal is rare (a lease lost, a story deleted mid-round), a round trip is not.
+was written meanwhile (`LeaseLost`). Each is read from a statement's result, so on
+PostgreSQL the COMMIT had to wait for Python to read them, in a round trip of its own. Here each of those three
+statements is guarded (gm.store._guards): the transaction, its COMMIT included, is one round trip, and a guard
+that fires has the round accepted again the plain way (the checks read in Python, as on SQLite), which says why
+it is refused in the same words as before.
 """
 
 from __future__ import annotations
@@ -18,24 +15,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, bindparam, case, delete, func, literal_column, update
+from sqlalchemy import BigInteger, bindparam, case, delete, func, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql import Select
-from sqlalchemy.sql.dml import ReturningInsert, ReturningUpdate
 
 from gm.errors import LeaseLost, StoryNotFound
 from gm.store._base import LEASE_LOST, Tables, table_of, values_of
 from gm.store._batch import Batch
 from gm.store._events import Event, Ride
+from gm.store._guards import fired, guarded
 from gm.store._rolls import CALLS_INSERT
 from gm.store._seats import SETTLE
 from gm.store._sheets import CHANGES_INSERT, DROP_REPLACED, SHEET_VALUES, SheetWrite
 from gm.store.records import Attempt, MemoryEntry, ModelCall, RoundRecord, Story
-
-DIVISION_BY_ZERO = "22012"  # PostgreSQL's SQLSTATE for a guard that fired (and for nothing else the round runs)
 
 
 class AcceptTables(Tables):
@@ -72,7 +66,7 @@ class AcceptTables(Tables):
             try:
                 return self._accept(*arguments, guarded=True)
             except DBAPIError as error:
-                if getattr(error.orig, "sqlstate", None) != DIVISION_BY_ZERO:
+                if not fired(error):
                     raise
             # A guard refused the round and nothing was written (its events went back to its rider): the plain way,
             # with nothing riding, says why, as it always did.
@@ -179,15 +173,6 @@ _COUNTING = {
     (False, True): _COUNT.values(SHEET_VALUES),
     (True, True): _COUNT_AND_LET_GO.values(SHEET_VALUES),
 }
-
-
-def guarded(statement: ReturningUpdate[Any] | ReturningInsert[Any], *kept: str) -> Select[Any]:
-    """`statement` (PostgreSQL's) made to fail on the server when it writes no row: a SELECT over it as a CTE that
-    divides by the rows written (PostgreSQL's `division_by_zero`, `DIVISION_BY_ZERO`), returning the `kept` columns
-    of the row it wrote (their largest: it writes at most one) and the one quotient. The division is not a constant,
-    so it is made as the statement runs, never as it is planned."""
-    done = statement.cte("done")
-    return sql_select(*(func.max(done.c[name]) for name in kept), literal_column("1 / count(*)")).select_from(done)
 
 
 class _Statements:

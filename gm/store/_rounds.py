@@ -27,7 +27,7 @@ from gm.store._batch import Batch
 from gm.store._events import Ride
 from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
-from gm.store._rolls import OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
+from gm.store._rolls import OF_ROUND, PLACE_NOW, PLACES, Place, queue_attempt, rolls_by_id, unfinished_attempts
 from gm.store._sheets import SheetStart, sheet_start
 from gm.store._stories import LEASE_TAKE, Claim
 from gm.store.records import Attempt, MemoryEntry, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
@@ -205,6 +205,9 @@ def open_attempt(
     seed = batch.add(_SEED, {"story": story.id, "epoch": story.seed_epoch}) if story.fair else None
     queue_attempt(batch, opened.attempt)
     retried = batch.add(OF_ROUND, {"story": story_id, "number": number})
+    # Where its first roll goes, so that roll is one round trip (gm.store._rolls's `PLACES`); an id left unused if
+    # the round rolls nothing.
+    place = batch.add(PLACE_NOW, {"story": story_id}) if batch.pipelined else None
     past_read = read_past(batch, story, number, past) if past is not None else None
     ride = Ride.board(batch, story_id, "opening") if commit and rides is not None else None  # its action (PostgreSQL)
     if ride is not None and rides is not None:
@@ -212,6 +215,8 @@ def open_attempt(
     batch.send(commit=commit)
     if ride is not None:
         ride.landed = True
+    if place is not None and (found := place.first()) is not None:
+        PLACES.put(opened.attempt.id, Place(*found))
     if seed is not None:
         opened.seed = seed_of(story, next(seed.mappings(), None))
     opened.retried = [row_of(RollRecord, row) for row in retried.mappings()]
