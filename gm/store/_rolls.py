@@ -55,6 +55,8 @@ class RollTables(Tables):
         roll before, and the story its new length and head in one UPDATE: on PostgreSQL one new version of the
         story's row a roll (two before, docs/performance.md). A fair roll comes with the place and
         seed epoch it was derived for (see gm.integrity.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
+        On PostgreSQL, where this process knows where the attempt's next roll goes (`PLACES`), the roll is written
+        there without the claim, in one round trip, guarded on the chain not having moved (gm.store._guards).
 
         `card` (the engine's, for a roll the story's viewers may see) makes the roll's live event from the roll as
         written. On PostgreSQL, when the task playing the round has a rider (`gm.store._events.Ride`), the event
