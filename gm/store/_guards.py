@@ -13,20 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, literal_column
+from sqlalchemy import Insert, Select, Update, func, literal_column
 from sqlalchemy import select as sql_select
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql import Select
-from sqlalchemy.sql.dml import ReturningInsert, ReturningUpdate
 
 DIVISION_BY_ZERO = "22012"  # PostgreSQL's SQLSTATE for a guard that fired (and for nothing else a round runs)
 
 
-def guarded(statement: ReturningUpdate[Any] | ReturningInsert[Any], *kept: str) -> Select[Any]:
-    """`statement` (PostgreSQL's) made to fail on the server when it writes no row: a SELECT over it as a CTE that
-    divides by the rows written (PostgreSQL's `division_by_zero`), returning the `kept` columns of the row it wrote
-    (their largest: it writes at most one) and the one quotient. The division is not a constant, so it is made as
-    the statement runs, never as it is planned. Its one row, when it returns, says the statement wrote."""
+def guarded(statement: Update | Insert, *kept: str) -> Select[Any]:
+    """`statement` (PostgreSQL's, with RETURNING) made to fail on the server when it writes no row: a SELECT over it
+    as a CTE that divides by the rows written (PostgreSQL's `division_by_zero`), returning the `kept` columns of the
+    row it wrote (their largest: it writes at most one) and the one quotient. The division is not a constant, so it
+    is made as the statement runs, never as it is planned. Its one row, when it returns, says the statement wrote."""
     done = statement.cte("done")
     return sql_select(*(func.max(done.c[name]) for name in kept), literal_column("1 / count(*)")).select_from(done)
 

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, literal_column, update
+from sqlalchemy import ColumnClause, bindparam, func, insert, literal_column, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql.elements import ColumnClause
 from sqlmodel import col, select
 
 from gm._lru import LRU
