@@ -91,10 +91,19 @@ class StoreLedger:
 
     def write(self, record: RollRecord) -> RollRecord:
         """Write the roll as the next link of the story's chain, and tell the listener (a secret roll's card is
-        not streamed: gm.integrity.secret)."""
-        stored = self.store.record_roll(stamped(self.source, record))
-        if self.events is not ignore and not is_secret(stored, self.world):
-            self.events("roll", RollPublic.from_stored(stored, self.world).model_dump(mode="json"))
+        not streamed: gm.integrity.secret). The card is made once, by the store if its live event goes with the
+        roll (`Store.record_roll`), else here."""
+        made: dict[str, Any] | None = None
+
+        def card(stored: RollRecord) -> dict[str, Any]:
+            nonlocal made
+            made = RollPublic.from_stored(stored, self.world).model_dump(mode="json")
+            return made
+
+        shown = self.events is not ignore and not is_secret(record, self.world)
+        stored = self.store.record_roll(stamped(self.source, record), card if shown else None)
+        if shown:  # a card made for a transaction that failed has another roll's id: made again
+            self.events("roll", made if made is not None and made["id"] == stored.id else card(stored))
         return stored
 
     def find(self, roll_id: int) -> RollRecord | None:

@@ -2,8 +2,8 @@
 
 `Store` is made of parts, one module each: gm/store/_stories.py (stories and the round lease),
 gm/store/_rolls.py (attempts, rolls and their hash chain, seeds), gm/store/_rounds.py (an attempt
-opened or taken up again, and a round accepted, in one transaction each), gm/store/_memory.py (the
-memory keeper's notes, the running summary, the past a round is shown, model calls) and
+opened or taken up again, in one transaction), gm/store/_accept.py (a round accepted, in another),
+gm/store/_memory.py (the memory keeper's notes, the running summary, the past a round is shown, model calls) and
 gm/store/_paused.py (rounds waiting for the player's dice), gm/store/_seats.py (seats and their
 messages), gm/store/_events.py (the events pages watch live); gm/store/_base.py holds what they share.
 The store returns data; what a round does with it is the engine's. Rolls are append-only, each written in its own
@@ -27,6 +27,7 @@ from sqlmodel import create_engine
 
 from gm.config import Settings
 from gm.errors import SettingsError
+from gm.store._accept import AcceptTables
 from gm.store._base import ABANDONED, LEASE_LOST, SHORT_ID
 from gm.store._batch import reset_batched_connections
 from gm.store._commit_groups import when_durable
@@ -40,6 +41,7 @@ from gm.store._events import (
     EventsRead,
     EventTables,
     LiveEvent,
+    Stage,
     listen_url,
     notifications,
 )
@@ -101,6 +103,7 @@ __all__ = [
     "SheetChangeRecord",
     "SheetStart",
     "SheetWrite",
+    "Stage",
     "Store",
     "Story",
     "StoryBase",
@@ -192,7 +195,16 @@ def make_engine(url: str) -> Engine:
 
 
 class Store(
-    StoryTables, RollTables, RoundTables, MemoryTables, PausedTables, ForkTables, SheetTables, SeatTables, EventTables
+    StoryTables,
+    RollTables,
+    RoundTables,
+    AcceptTables,
+    MemoryTables,
+    PausedTables,
+    ForkTables,
+    SheetTables,
+    SeatTables,
+    EventTables,
 ):
     """The database behind every story; each method is one short transaction."""
 

@@ -30,11 +30,11 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import String, bindparam, cast, delete, func, insert, select
 from sqlalchemy.engine import Engine
@@ -61,17 +61,23 @@ STORIES = table_of(Story)
 Event = tuple[str, dict[str, Any], list[str] | None]  # its kind, what it says, who may see it (None: all)
 
 
+Stage = Literal["opening", "roll", "acceptance"]  # the transaction of a round its events may ride in
+
+
 class Rider(Protocol):
-    """A round's live events not yet written (gm.web._live.Relay), which may go with its opening or its acceptance."""
+    """A round's live events not yet written (gm.web._live.Relay), which may go with its opening, a roll of it, or
+    its acceptance."""
 
     story_id: str
 
-    def take(self, opening: bool) -> list[Event] | None:
-        """The events to write with the round's opening (its action) or acceptance (those queued so far); None
-        if none may (one is on its way: they would come before it)."""
+    def take(self, stage: Stage) -> list[Event] | None:
+        """The events to write with the round's opening (its action), one of its rolls or its acceptance (those
+        queued so far, before the roll's or the round's own); None if none may (one is on its way: they would come
+        before it)."""
 
-    def ridden(self, taken: list[Event], written: bool) -> None:
-        """The transaction committed (`written`: `taken` with it) or failed (`taken` are the rider's again)."""
+    def ridden(self, taken: list[Event], written: bool, last: Event | None = None) -> None:
+        """The transaction committed (`written`: `taken` with it, and `last`, the roll's or the round's own event,
+        after them) or failed (`taken` are the rider's again)."""
 
 
 # The round's rider, set by the web layer in the task that plays the round; its opening and acceptance read it in
@@ -88,32 +94,47 @@ class Ride:
 
     rider: Rider
     taken: list[Event]
+    last: Event | None
     written: list[Sent]
     landed: bool = False  # committed: set by the caller once its commit is done
 
     @classmethod
-    def board(cls, batch: Batch, story_id: str, last: Event | None = None) -> Ride | None:
-        """Add the rider's events (the opening's, or, with `last`, the acceptance's and `last`) to `batch`: the
-        story's turn, each event, the announcement. None where nothing rides."""
-        ref = RIDER.get()
-        rider = ref() if ref is not None else None
-        if batch.connection.dialect.name != "postgresql" or rider is None or rider.story_id != story_id:
+    def board(
+        cls, batch: Batch, story_id: str, stage: Stage, last: Event | Callable[[], Event] | None = None
+    ) -> Ride | None:
+        """Add the rider's events for `stage` (and `last`, the roll's or the round's own, after them; made only once
+        the rider gave its events) to `batch`: the story's turn, each event, the announcement. None where nothing
+        rides (`last` included)."""
+        if (rider := riding(batch, story_id)) is None or (taken := rider.take(stage)) is None:
             return None
-        if (taken := rider.take(opening=last is None)) is None:
-            return None
-        events = [*taken, last] if last is not None else taken
+        try:
+            final = last() if callable(last) else last
+        except BaseException:
+            rider.ridden(taken, written=False)
+            raise
+        events = [*taken, final] if final is not None else taken
         if not events:
             rider.ridden(taken, written=True)
             return None
-        return cls(rider, taken, _add_events(batch, story_id, events))
+        return cls(rider, taken, final, _add_events(batch, story_id, events))
 
     def end(self, tables: Tables) -> None:
-        self.rider.ridden(self.taken, self.landed)
+        self.rider.ridden(self.taken, self.landed, self.last)
         if self.landed:
             try:
                 prune(tables, self.rider.story_id, self.written)
             except Exception:  # the round is written: old events stay till the next prune
                 log.exception("could not prune the events of story %s", self.rider.story_id)
+
+
+def riding(batch: Batch, story_id: str) -> Rider | None:
+    """The rider of the round playing `story_id` in this task, if its events may ride in `batch`'s transaction
+    (PostgreSQL's: on SQLite the relay writes them, in its database thread's commit groups)."""
+    ref = RIDER.get()
+    rider = ref() if ref is not None else None
+    if batch.connection.dialect.name != "postgresql" or rider is None or rider.story_id != story_id:
+        return None
+    return rider
 
 
 def _add_events(batch: Batch, story_id: str, events: list[Event]) -> list[Sent]:

@@ -8,18 +8,24 @@ back: gm.engine._earlier_rolls).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import bindparam, func, insert, literal_column, update
+from sqlalchemy import ColumnClause, bindparam, func, insert, literal_column, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import col, select
 
+from gm._lru import LRU
 from gm._text import storable
 from gm.errors import ChainMoved, NotFair, StoryNotFound
 from gm.store._base import ABANDONED, Tables, row_of, table_of, values_of
 from gm.store._batch import Batch
+from gm.store._events import Ride
+from gm.store._guards import fired, guarded
 from gm.store.records import Attempt, ModelCall, RollRecord, SeedRecord, Story
 from gm.transcript.chain import genesis, roll_hash
 from gm.transcript.shapes import RollPublic
@@ -39,7 +45,7 @@ class RollTables(Tables):
             insert_attempt(connection, attempt)
         return attempt
 
-    def record_roll(self, roll: RollRecord) -> RollRecord:
+    def record_roll(self, roll: RollRecord, card: Callable[[RollRecord], dict[str, Any]] | None = None) -> RollRecord:
         """Write a roll now, in its own transaction, so no later failure can lose or change it.
 
         The roll becomes the next link of its story's chain: the story's row is claimed first (on PostgreSQL
@@ -48,25 +54,68 @@ class RollTables(Tables):
         roll before, and the story its new length and head in one UPDATE: on PostgreSQL one new version of the
         story's row a roll (two before, docs/performance.md). A fair roll comes with the place and
         seed epoch it was derived for (see gm.integrity.fair.FairDice) and is refused, `ChainMoved`, anywhere else.
+        On PostgreSQL, where this process knows where the attempt's next roll goes (`PLACES`), the roll is written
+        there without the claim, in one round trip, guarded on the chain not having moved (gm.store._guards).
+
+        `card` (the engine's, for a roll the story's viewers may see) makes the roll's live event from the roll as
+        written. On PostgreSQL, when the task playing the round has a rider (`gm.store._events.Ride`), the event
+        goes in the roll's transaction, after the events the round queued before it, and `card` is called for it;
+        where it cannot ride, `card` is not called, and the caller tells the roll itself.
         """
-        with self.transaction() as connection:
-            batch = Batch(connection)  # two round trips on PostgreSQL, the second with the commit (gm.store._batch)
-            claim = batch.add(_CLAIM[connection.dialect.name], {"story": roll.story_id})
-            batch.send()
-            if (claimed := claim.first()) is None:
-                raise StoryNotFound(roll.story_id)
-            place, head, epoch, next_id = claimed
-            if roll.seq is not None and (roll.seq != place or roll.seed_epoch != epoch):
-                raise ChainMoved(  # leaving the block rolls the claim back
-                    "this story's dice moved on while the round was played (its lease ran out, and another round "
-                    "or a reveal went ahead); the roll was not written, try again"
-                )
-            # The roll's id is taken before it is written: its hash covers its id too.
-            _put(roll, id=next_id, seq=place, prev_hash=head or genesis(roll.story_id))
-            link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
-            batch.add(_ROLL, values_of(roll))
-            batch.add(_HEAD, {"story": roll.story_id, "head": link, "place": place})
-            batch.send(commit=True)  # nothing after it can refuse the roll
+        known = PLACES.pop(roll.attempt_id) if self.engine.dialect.name == "postgresql" else None
+        if known is not None and (roll.seq is None or (roll.seq, roll.seed_epoch) == (known.place, known.epoch)):
+            asked = {name: roll.__dict__.get(name) for name in _PLACED}
+            try:
+                return self._write_roll(roll, card, known)
+            except DBAPIError as error:
+                if not fired(error):
+                    raise
+            # The chain moved since (its guard fired, nothing was written): claimed where it is now, below, for the
+            # roll as it was asked for.
+            _put(roll, **asked)
+        return self._write_roll(roll, card, None)
+
+    def _write_roll(
+        self, roll: RollRecord, card: Callable[[RollRecord], dict[str, Any]] | None, known: Place | None
+    ) -> RollRecord:
+        """`record_roll`'s transaction: the roll's place claimed and then written (two round trips on PostgreSQL), or,
+        with its place `known` (PostgreSQL), written there in one, guarded on the chain being where it was known."""
+        ride: Ride | None = None
+        try:
+            with self.transaction() as connection:
+                batch = Batch(connection)  # one or two round trips on PostgreSQL, the last with the commit
+                if known is None:
+                    claim = batch.add(_CLAIM[connection.dialect.name], {"story": roll.story_id})
+                    batch.send()
+                    if (claimed := claim.first()) is None:
+                        raise StoryNotFound(roll.story_id)
+                    known = Place(*claimed)
+                    if roll.seq is not None and (roll.seq != known.place or roll.seed_epoch != known.epoch):
+                        raise ChainMoved(  # leaving the block rolls the claim back
+                            "this story's dice moved on while the round was played (its lease ran out, and another "
+                            "round or a reveal went ahead); the roll was not written, try again"
+                        )
+                    head: Any = _HEAD
+                    checked: dict[str, Any] = {}
+                else:
+                    head, checked = _HEAD_WHERE_KNOWN, {"before": known.head, "epoch": known.epoch}
+                # The roll's id is taken before it is written: its hash covers its id too.
+                _put(roll, id=known.roll_id, seq=known.place, prev_hash=known.head or genesis(roll.story_id))
+                link = roll_hash(RollPublic.from_stored(roll).model_dump(mode="json"))
+                moved = {"story": roll.story_id, "head": link, "place": known.place, **checked}
+                batch.add(head, moved)  # first: the story's row locked (and, guarded, where its chain is checked)
+                batch.add(_ROLL, values_of(roll))
+                following = batch.add(_NEXT_ID, {}) if connection.dialect.name == "postgresql" else None
+                if card is not None:  # the roll's event, made only if it rides (`card`'s caller tells it otherwise)
+                    ride = Ride.board(batch, roll.story_id, "roll", lambda: ("roll", card(roll), None))
+                batch.send(commit=True)  # nothing after it can refuse the roll
+            if ride is not None:
+                ride.landed = True
+        finally:
+            if ride is not None:
+                ride.end(self)
+        if following is not None:  # the attempt's next roll, if it rolls again, goes after this one in one round trip
+            PLACES.put(roll.attempt_id, Place(known.place + 1, link, known.epoch, int(following.scalar())))
         return roll
 
     def unfinished_attempts(self, story_id: str, round_number: int | None = None) -> set[str]:
@@ -169,18 +218,30 @@ CALLS = table_of(ModelCall)
 _STORY_ID = STORIES.c.id == bindparam("story")
 _NEXT_PLACE = STORIES.c.chain_length + 1
 _CHAIN = (_NEXT_PLACE, STORIES.c.chain_head, STORIES.c.seed_epoch)
+_NEW_ID: ColumnClause[Any] = literal_column(
+    "nextval(pg_get_serial_sequence('rolls', 'id'))"
+)  # PostgreSQL's sequence for the column
+# The next roll's place as the opening reads it (PostgreSQL): no lock, the roll's guard checks it (`PLACES`).
+PLACE_NOW = sql_select(*_CHAIN, _NEW_ID).where(_STORY_ID)
 _CLAIM = {
-    "postgresql": sql_select(*_CHAIN, literal_column("nextval(pg_get_serial_sequence('rolls', 'id'))"))
-    .where(_STORY_ID)
-    .with_for_update(),
+    "postgresql": PLACE_NOW.with_for_update(),
     "sqlite": update(STORIES)
     .where(_STORY_ID)
     .values(chain_length=STORIES.c.chain_length)
     .returning(*_CHAIN, sql_select(func.coalesce(func.max(ROLLS.c.id), 0) + 1).scalar_subquery()),
 }
 _ROLL = insert(ROLLS)
+_NEXT_ID = sql_select(_NEW_ID)
 CALLS_INSERT = insert(CALLS)
 _HEAD = update(STORIES).where(_STORY_ID).values(chain_length=bindparam("place"), chain_head=bindparam("head"))
+# The chain moved on from where this process knew it (`Place`), or not at all: the roll's place is still free.
+_HEAD_WHERE_KNOWN = guarded(
+    _HEAD.where(
+        STORIES.c.chain_length == bindparam("place") - 1,
+        STORIES.c.chain_head.is_not_distinct_from(bindparam("before")),
+        STORIES.c.seed_epoch.is_not_distinct_from(bindparam("epoch")),
+    ).returning(STORIES.c.id)
+)
 _ABANDON = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.story_id == bindparam("story"), ATTEMPTS.c.status == "running")
@@ -203,6 +264,27 @@ OF_ROUND = (
     .order_by(ROLLS.c.seq)
 )
 _BY_ID = sql_select(ROLLS).where(ROLLS.c.id.in_(bindparam("ids", expanding=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a roll goes in its story's chain: its place, the head it follows, the seed epoch it is derived in, and
+    the id it will have (taken from the sequence before it is written: its hash covers it)."""
+
+    place: int
+    head: str | None
+    epoch: int | None
+    roll_id: int
+
+
+# Each attempt's next roll's place, as this process last read or wrote its story's chain (PostgreSQL): its opening
+# (gm.store._rounds) or its roll before. The attempt holds its story's lease, so the chain is where it was unless
+# the lease ran out or a seed was revealed meanwhile, which the roll's guard finds (`_HEAD_WHERE_KNOWN`). Bounded:
+# an attempt that never rolls leaves its entry to be pushed out.
+PLACES: LRU[str, Place] = LRU(4096)
+
+
+_PLACED = ("id", "seq", "prev_hash")  # what placing a roll sets on it
 
 
 def _put(record: RollRecord, **values: object) -> None:

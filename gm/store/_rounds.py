@@ -1,4 +1,4 @@
-"""The store's rounds: an attempt opened and a round accepted, one transaction each.
+"""The store's rounds: an attempt opened or taken up again, in one transaction; the rounds played.
 
 A round is played as an *attempt*. Opening it takes the story's lease, reads the story, a paused round,
 the round's earlier rolls and the past its game master is shown (gm.store._memory's `read_past`), and
@@ -6,34 +6,31 @@ writes the attempt, in one transaction (`open_attempt`). A story that has ended,
 for the player's dice, is refused there, with nothing written. When the round is accepted, it (its
 text, narration, outcomes, refusals, and its rolls as written) is written with its model calls, its
 attempt marked accepted, the story counted and its lease let go, in one transaction fenced on the
-lease (`accept_round`). The store decides nothing else: what the round does is the engine's.
+lease (gm.store._accept's `accept_round`). The store decides nothing else: what the round does is the engine's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, bindparam, case, delete, func, literal_column, update
+from sqlalchemy import Integer, bindparam, delete, literal_column, update
 from sqlalchemy import select as sql_select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
 from gm._text import unstorable
-from gm.errors import Conflict, LeaseBusy, LeaseLost, NotFair, RoundWaiting, StoryEnded, StoryNotFound
-from gm.store._base import LEASE_LOST, Tables, row_of, table_of, values_of
+from gm.errors import Conflict, LeaseBusy, NotFair, RoundWaiting, StoryEnded, StoryNotFound
+from gm.store._base import Tables, row_of, table_of
 from gm.store._batch import Batch
-from gm.store._events import Event, Ride
+from gm.store._events import Ride
 from gm.store._memory import Past, PastWindow, newest_rounds, read_now, read_past, rounds_numbered
 from gm.store._paused import ANSWERED_MEANWHILE, waiting_sentence
-from gm.store._rolls import CALLS_INSERT, OF_ROUND, queue_attempt, rolls_by_id, unfinished_attempts
-from gm.store._seats import SETTLE
-from gm.store._sheets import CHANGES_INSERT, DROP_REPLACED, SHEET_VALUES, SheetStart, SheetWrite, sheet_start
+from gm.store._rolls import OF_ROUND, PLACE_NOW, PLACES, Place, queue_attempt, rolls_by_id, unfinished_attempts
+from gm.store._sheets import SheetStart, sheet_start
 from gm.store._stories import LEASE_TAKE, Claim
-from gm.store.records import Attempt, MemoryEntry, ModelCall, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
+from gm.store.records import Attempt, MemoryEntry, PausedRound, RollRecord, RoundRecord, SeedRecord, Story
 from gm.transcript.shapes import QuestionPublic
 
 ROUNDS = table_of(RoundRecord)
@@ -105,7 +102,7 @@ class TakenUp:
 
 
 class RoundTables(Tables):
-    """Opening attempts, accepting rounds; the rounds played."""
+    """Opening attempts; the rounds played."""
 
     def open_attempt(
         self, story_id: str, *, regenerate: bool, lease: Claim | None = None, past: PastWindow | None = None
@@ -127,76 +124,6 @@ class RoundTables(Tables):
         """Take the story's paused round up again, in one transaction: see `take_paused`."""
         with self.transaction() as connection:
             return take_paused(connection, story_id, attempt_id, lease)
-
-    def accept_round(
-        self,
-        attempt_id: str,
-        record: RoundRecord,
-        calls: Sequence[ModelCall] = (),
-        *,
-        holder: str | None = None,
-        sheet: SheetWrite | None = None,
-        regenerated: bool = False,
-    ) -> RoundRecord:
-        """Write an accepted round with its model calls, mark its attempt, and count it, in one transaction.
-
-        A regenerated round replaces the earlier version of the same number. With `holder`, the write is
-        fenced on the story's lease: it happens only if `holder` holds it still, else `LeaseLost` and
-        nothing is written. The fence is the UPDATE that counts the round on the story row, so it locks
-        that row (PostgreSQL) or the database (SQLite) until the round is written: no other round can take
-        the lease between the check and the commit. The same UPDATE lets the lease go: the round is over
-        once it is written, and another round may take the story as soon as it is committed.
-
-        With `sheet`, the round's sheet changes are written with it and the story's sheets set to what they
-        left (a round played again replaces its earlier version's changes).
-
-        On PostgreSQL, when the task playing the round has a rider (the web layer's), the round's live events not
-        yet written and its `round` event go in the same transaction, after its data (`gm.store._events.Ride`).
-        """
-        story_id, number = record.story_id, record.number
-        on_round = {"attempt": attempt_id, "story": story_id, "round_no": number}
-        ride: Ride | None = None
-        try:
-            with self.transaction() as connection:
-                batch = Batch(connection)  # one round trip on PostgreSQL (gm.store._batch), and the commit
-                accepted = batch.add(_ACCEPT, on_round)
-                # Counted before a regenerated round's earlier version goes: it adds none (`_COUNTED`).
-                counted = {**on_round, "round_clock": record.clock, "holder": holder}
-                if sheet is not None:  # the story's sheets set by the same UPDATE: one new version of its row, not two
-                    counted |= {"sheet": sheet.sheets, "sheet_length": sheet.length, "sheet_head": sheet.head}
-                count = batch.add(_COUNTING[holder is not None, sheet is not None], counted)
-                # These two touch only a regenerated round's earlier version; SQLite, where the attempt has answered
-                # already, runs them only for one.
-                if not accepted.done or accepted.scalar():
-                    batch.add(_FORGET, on_round)
-                    batch.add(_REPLACE, on_round)
-                    if sheet is not None:
-                        batch.add(DROP_REPLACED, on_round)
-                # (story, number) is unique: a round of that number still there is not written, and refuses this one
-                written = batch.add(_ROUND_UNLESS_PLAYED[connection.dialect.name], values_of(record))
-                if calls:
-                    batch.add(CALLS_INSERT, [values_of(call) for call in calls])
-                if sheet is not None and sheet.changes:
-                    batch.add(CHANGES_INSERT, [values_of(change) for change in sheet.changes])
-                if record.actions:  # the table's messages this round settled (gm.store._seats)
-                    settled = [{"story": story_id, "message": a["message"], "round_no": number} for a in record.actions]
-                    batch.add(SETTLE, settled)
-                last: Event = ("round", {"number": number, "regenerated": regenerated}, None)
-                ride = Ride.board(batch, story_id, last)  # the round's events, after its data (PostgreSQL)
-                batch.send()
-                if accepted.first() is None:
-                    raise StoryNotFound(story_id)
-                if count.rowcount != 1:
-                    raise StoryNotFound(story_id) if holder is None else LeaseLost(LEASE_LOST)
-                if (round_id := written.scalar()) is None:
-                    raise LeaseLost(f"round {number} was played meanwhile by another attempt; this one was not saved")
-                record.id = round_id
-            if ride is not None:
-                ride.landed = True
-        finally:
-            if ride is not None:
-                ride.end(self)
-        return record
 
     def rounds(
         self, story_id: str, after: int = 0, last: int | None = None, *, limit: int | None = None
@@ -278,13 +205,18 @@ def open_attempt(
     seed = batch.add(_SEED, {"story": story.id, "epoch": story.seed_epoch}) if story.fair else None
     queue_attempt(batch, opened.attempt)
     retried = batch.add(OF_ROUND, {"story": story_id, "number": number})
+    # Where its first roll goes, so that roll is one round trip (gm.store._rolls's `PLACES`); an id left unused if
+    # the round rolls nothing.
+    place = batch.add(PLACE_NOW, {"story": story_id}) if batch.pipelined else None
     past_read = read_past(batch, story, number, past) if past is not None else None
-    ride = Ride.board(batch, story_id) if commit and rides is not None else None  # the round's action (PostgreSQL)
+    ride = Ride.board(batch, story_id, "opening") if commit and rides is not None else None  # its action (PostgreSQL)
     if ride is not None and rides is not None:
         rides.append(ride)
     batch.send(commit=commit)
     if ride is not None:
         ride.landed = True
+    if place is not None and (found := place.first()) is not None:
+        PLACES.put(opened.attempt.id, Place(*found))
     if seed is not None:
         opened.seed = seed_of(story, next(seed.mappings(), None))
     opened.retried = [row_of(RollRecord, row) for row in retried.mappings()]
@@ -315,47 +247,6 @@ _QUESTION = (
     .scalar_subquery()
 )
 _TAKE_AND_OPEN = LEASE_TAKE.returning(*_STATE, _QUESTION)
-_ACCEPT = (
-    update(ATTEMPTS)
-    .where(ATTEMPTS.c.id == bindparam("attempt"), ATTEMPTS.c.story_id == bindparam("story"))
-    .values(status="accepted")
-    .returning(ATTEMPTS.c.regenerating)
-)
-# The attempt being accepted, if it plays its round again: the earlier version of that round and its memory go.
-_REGENERATING = (
-    sql_select(ATTEMPTS.c.id).where(ATTEMPTS.c.id == bindparam("attempt"), ATTEMPTS.c.regenerating.is_(True)).exists()
-)
-_OF_NUMBER = (MEMORY.c.story_id == bindparam("story"), MEMORY.c.round_number == bindparam("round_no"))
-_FORGET = delete(MEMORY).where(*_OF_NUMBER, _REGENERATING)
-_ROUND_NUMBER = (ROUNDS.c.story_id == bindparam("story"), ROUNDS.c.number == bindparam("round_no"))
-_REPLACE = delete(ROUNDS).where(*_ROUND_NUMBER, _REGENERATING)
-# The round counted, unless it replaces its earlier version (read before `_REPLACE` deletes it), and the story's
-# time moved to its end, if it has one.
-_COUNTED = case((sql_select(ROUNDS.c.id).where(*_ROUND_NUMBER).exists() & _REGENERATING, 0), else_=1)
-_COUNT = (
-    update(STORIES)
-    .where(_STORY)
-    .values(
-        rounds=STORIES.c.rounds + _COUNTED,
-        clock=func.coalesce(bindparam("round_clock", type_=BigInteger), STORIES.c.clock),
-    )
-)
-# Counted only while `holder` holds the lease, which the same statement lets go.
-_COUNT_AND_LET_GO = _COUNT.where(STORIES.c.lease_holder == bindparam("holder")).values(
-    lease_holder=None, lease_expires=None, lease_process=None
-)
-# By (fenced on the lease, sheets written): the round's one UPDATE of its story row as it is accepted.
-_COUNTING = {
-    (False, False): _COUNT,
-    (True, False): _COUNT_AND_LET_GO,
-    (False, True): _COUNT.values(SHEET_VALUES),
-    (True, True): _COUNT_AND_LET_GO.values(SHEET_VALUES),
-}
-# A round written, returning its id; nothing written (and no id) where the story has a round of that number already.
-_ROUND_UNLESS_PLAYED = {
-    "postgresql": postgresql_insert(ROUNDS).on_conflict_do_nothing().returning(ROUNDS.c.id),
-    "sqlite": sqlite_insert(ROUNDS).on_conflict_do_nothing().returning(ROUNDS.c.id),
-}
 _OF_STORY = ROUNDS.c.story_id == bindparam("story")
 _ROUNDS_AFTER = sql_select(ROUNDS).where(_OF_STORY, ROUNDS.c.number > bindparam("after")).order_by(ROUNDS.c.number)
 _ROUNDS_PAGE = _ROUNDS_AFTER.limit(bindparam("limit", type_=Integer))

@@ -36,7 +36,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gm.errors import TooManyViewers
-from gm.store import RIDER, Event, Store, listen_url, notifications
+from gm.store import RIDER, Event, Stage, Store, listen_url, notifications
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,9 @@ class Relay:
     here on the loop and written after the one before. `settled` waits until all are written.
 
     It is also the round's rider (`gm.store.RIDER`, set for the task that makes it): on PostgreSQL the round's
-    opening writes its action, and its acceptance the events still queued and the `round` event, in their own
-    transactions (`take`, `ridden`), unless an event is on its way then (they would come before it)."""
+    opening writes its action, each roll the events queued before it and its own, and its acceptance the events
+    still queued and the `round` event, in their own transactions (`take`, `ridden`), unless an event is on its way
+    then (they would come before it)."""
 
     def __init__(
         self,
@@ -193,8 +194,9 @@ class Relay:
         self._writer: asyncio.Task[None] | None = None
         self._lock = threading.Lock()  # the queue and the two below, shared with the acceptance's thread
         self._writing = False  # the writer has events on their way: nothing may be written before they are
-        self._riding: str | None = None  # "opening" or "acceptance": what comes meanwhile waits for its end
+        self._riding: Stage | None = None  # the transaction events ride in now: what comes meanwhile waits for its end
         self.round_told = False  # the `round` event was written with the acceptance
+        self._rolls_told: set[Any] = set()  # the ids of the rolls whose events were written with them
         RIDER.set(weakref.ref(self))  # in the request's task: its round's opening and acceptance read it
 
     @property
@@ -203,25 +205,30 @@ class Relay:
         return self.action is None
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if threading.get_ident() == self.loop_thread:
-            self._take(kind, data)
-        else:
-            self.loop.call_soon_threadsafe(self._take, kind, data)
-
-    def tell(self, kind: str, data: dict[str, Any]) -> None:
-        """An event of the relay's own kinds (`round`, `failed`, ...), after those of the round so far."""
-        self._push(kind, data)
-
-    def _take(self, kind: str, data: dict[str, Any]) -> None:
+        """An event of the round, from the event loop or from its database thread: queued at once, in the order told
+        (a roll's transaction, in that thread, takes what queued before it), and written from the loop."""
         if kind == "working":  # the round has started: its action is known to all (unless it went with the opening)
             with self._lock:
                 action, self.action = self.action, None
-            if action is not None:
-                self._push("action", action)
+            if action is None:
+                return
+            kind, data = "action", action
         elif kind in RELAYED:
-            self._push(RELAYED[kind], data)
+            kind = RELAYED[kind]
+        else:
+            return
+        with self._lock:
+            if kind == "roll" and data.get("id") in self._rolls_told:  # written with the roll (`ridden`)
+                self._rolls_told.discard(data.get("id"))
+                return
+            self._queue.append((kind, data))
+        if threading.get_ident() == self.loop_thread:
+            self._start()
+        else:
+            self.loop.call_soon_threadsafe(self._start)
 
-    def _push(self, kind: str, data: dict[str, Any]) -> None:
+    def tell(self, kind: str, data: dict[str, Any]) -> None:
+        """An event of the relay's own kinds (`round`, `failed`, ...), after those of the round so far."""
         with self._lock:
             self._queue.append((kind, data))
         self._start()
@@ -237,7 +244,7 @@ class Relay:
         one transaction (under load a round's events wait on the database threads, and come in twos and threes)."""
         while True:
             with self._lock:
-                if not self._queue or self._riding:  # the acceptance's end starts the writer again
+                if not self._queue or self._riding:  # the ride's end starts the writer again
                     self._writing = False
                     return
                 queued, self._queue, self._writing = self._queue, [], True
@@ -247,25 +254,28 @@ class Relay:
                 kinds = ", ".join(kind for kind, _ in queued)
                 log.exception("could not publish the %s events of story %s", kinds, self.story_id)
 
-    def take(self, opening: bool) -> list[Event] | None:
-        """For the round's opening (the action) or acceptance (the events queued), in its database thread; None
-        while an event is on its way, or with nothing for the opening."""
+    def take(self, stage: Stage) -> list[Event] | None:
+        """For the round's opening (the action), one of its rolls or its acceptance (the events queued), in its
+        database thread; None while an event is on its way, or with nothing for the opening."""
         with self._lock:
             action = self.action
+            opening = stage == "opening"
             if self._writing or self._riding or self.round_told or (opening and action is None):
                 return None
             if action is not None and opening:
-                taken, self.action, self._riding = [("action", action)], None, "opening"
+                taken, self.action, self._riding = [("action", action)], None, stage
             else:
-                taken, self._queue, self._riding = self._queue, [], "acceptance"
+                taken, self._queue, self._riding = self._queue, [], stage
         return [(kind, data, None) for kind, data in taken]
 
-    def ridden(self, taken: list[Event], written: bool) -> None:
+    def ridden(self, taken: list[Event], written: bool, last: Event | None = None) -> None:
         """The transaction's end: the events written with it, or (it failed) the rider's again."""
         with self._lock:
             stage, self._riding = self._riding, None
             if written:
                 self.round_told = self.round_told or stage == "acceptance"
+                if stage == "roll" and last is not None:  # the engine tells it next, to every listener: not again here
+                    self._rolls_told.add(last[1].get("id"))
             elif stage == "opening":
                 self.action = taken[0][1]
             else:

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import event
 
 from gm.errors import LeaseLost
-from gm.store import RoundRecord, Store
+from gm.store import RollRecord, RoundRecord, Store
 from gm.store import _events as events
 from gm.store.records import Story
 
@@ -104,8 +104,10 @@ class Rider:
         self.story_id, self.queued, self.busy = story_id, queued, busy
         self.action: events.Event | None = None
         self.ends: list[tuple[list[events.Event], bool]] = []
+        self.lasts: list[events.Event | None] = []
 
-    def take(self, opening: bool) -> list[events.Event] | None:
+    def take(self, stage: events.Stage) -> list[events.Event] | None:
+        opening = stage == "opening"
         if self.busy or (opening and self.action is None):
             return None
         if opening and self.action is not None:
@@ -114,8 +116,9 @@ class Rider:
         taken, self.queued = self.queued, []
         return taken
 
-    def ridden(self, taken: list[events.Event], written: bool) -> None:
+    def ridden(self, taken: list[events.Event], written: bool, last: events.Event | None = None) -> None:
         self.ends.append((taken, written))
+        self.lasts.append(last)
 
 
 def accepted_with(store: Store, story: str, rider: Rider, *, holder: str | None = None) -> dict[str, int]:
@@ -190,3 +193,50 @@ def test_a_round_s_action_goes_in_the_transaction_that_opens_it_on_postgresql(st
     assert counts["commits"] == 1
     assert kinds(store, story) == [(1, "action", {"player_text": "I wait."})]
     assert rider.ends == [([("action", {"player_text": "I wait."}, None)], True)]
+
+
+def rolled_with(store: Store, story: str, rider: Rider) -> tuple[dict[str, int], list[int]]:
+    """A roll of `story` written with `rider` set, its card counting each call; the roll's commits, and the ids
+    of the rolls whose cards were made."""
+    attempt = store.start_attempt(story, 1)
+    roll = RollRecord(
+        story_id=story, attempt_id=attempt.id, round_number=1, kind="dice", notation="1d6", faces=[[4]], total=4
+    )
+    made: list[int] = []
+
+    def card(stored: RollRecord) -> dict[str, Any]:
+        assert stored.id is not None
+        made.append(stored.id)
+        return {"id": stored.id, "seq": stored.seq}
+
+    token = events.RIDER.set(weakref.ref(rider))
+    try:
+        with counted(store) as counts:
+            store.record_roll(roll, card)
+    finally:
+        events.RIDER.reset(token)
+    return counts, made
+
+
+def test_a_roll_s_event_goes_in_the_roll_s_own_transaction_on_postgresql(store: Store) -> None:
+    """After the events the round queued before it; its card is made only then (else its caller tells it)."""
+    story = a_story(store)
+    rider = Rider(story, [("action", {"player_text": "I roll."}, None)])
+    counts, made = rolled_with(store, story, rider)
+    if store.engine.dialect.name != "postgresql":
+        assert made == [] and rider.ends == [] and kinds(store, story) == []
+        return
+    assert counts["commits"] == 1  # no transaction of its own
+    [roll_id] = made
+    assert kinds(store, story) == [(1, "action", {"player_text": "I roll."}), (2, "roll", {"id": roll_id, "seq": 1})]
+    assert rider.ends == [([("action", {"player_text": "I roll."}, None)], True)]
+    assert rider.lasts == [("roll", {"id": roll_id, "seq": 1}, None)]
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_roll_s_card_is_not_made_while_the_rider_is_writing(store: Store) -> None:
+    story = a_story(store)
+    busy = Rider(story, [("action", {}, None)], busy=True)
+    _, made = rolled_with(store, story, busy)
+    assert made == [] and busy.ends == [] and kinds(store, story) == []
+    assert [roll.seq for roll in store.story_rolls(story)] == [1]  # the roll itself is written as ever

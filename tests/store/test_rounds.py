@@ -25,6 +25,7 @@ from gm.store._workers import Workers
 from gm.testing import calls, reply, tool_call
 from gm.transcript.chain import roll_hash
 from gm.transcript.shapes import RollPublic
+from tests.support.databases import round_trips
 from tests.support.rounds import narrate_roll, roll_mara, table
 
 
@@ -66,6 +67,52 @@ def test_a_rolled_round_takes_three_transactions_and_a_plain_one_two(store: Stor
     rolled, plain = asyncio.run(play())
     assert rolled == {"commits": 3, "checkouts": 3}
     assert plain == {"commits": 2, "checkouts": 2}
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_on_postgresql_a_rolled_round_makes_four_round_trips_and_a_plain_one_three(store: Store, harbor: Path) -> None:
+    """The opening two (the lease taken with the story read, then the rest with the commit, where the first roll
+    goes read too), the roll one (written there, guarded on the chain not having moved: gm.store._rolls's `PLACES`)
+    and the acceptance one, its commit included (its refusals are the server's: gm.store._accept)."""
+
+    async def play() -> tuple[int, int]:
+        async with table(store, [roll_mara(), narrate_roll(), reply("The quay is quiet.")], faces=[11]) as t:
+            story = t.game.start_story(harbor, settings={"judge": "off"})
+            t.game.world(story)
+            with round_trips(store.engine) as count:
+                await t.game.play(story, "I pick the lock.")
+                rolled = count()
+            await t.game.settle()
+            with round_trips(store.engine) as count:
+                await t.game.play(story, "I look around.")
+                return rolled, count()
+
+    assert asyncio.run(play()) == (4, 3)
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_roll_whose_place_was_taken_since_the_opening_goes_after_the_roll_that_took_it(store: Store) -> None:
+    """The opening read where the attempt's first roll goes; another writer's roll took that place meanwhile (its
+    lease ran out, say): the roll's guard finds it, and the roll is claimed and written after it, chained to it."""
+    story = store.create_story(Story(title="t", world_data={}, settings={}))
+    opened = store.open_attempt(story.id, regenerate=False)
+    other = store.start_attempt(story.id, 1)
+    theirs = store.record_roll(dice_roll(story.id, other.id))
+    with round_trips(store.engine) as count:
+        mine = store.record_roll(dice_roll(story.id, opened.attempt.id))
+        assert count() == 4  # the guarded write that failed and its ROLLBACK, then the claim and the write
+    assert (theirs.seq, mine.seq, mine.prev_hash) == (1, 2, roll_hash(RollPublic.from_stored(theirs).model_dump()))
+    with round_trips(store.engine) as count:
+        again = store.record_roll(dice_roll(story.id, opened.attempt.id))
+        assert count() == 1  # where the roll before left the chain: one round trip
+    assert (again.seq, again.id) == (3, mine.id + 1)  # type: ignore[operator]
+    assert store.story(story.id).chain_length == 3
+
+
+def dice_roll(story_id: str, attempt_id: str) -> RollRecord:
+    return RollRecord(
+        story_id=story_id, attempt_id=attempt_id, round_number=1, kind="dice", notation="1d6", faces=[[4]], total=4
+    )
 
 
 def test_a_roll_is_committed_before_the_model_hears_of_it(store: Store, database_url: str, harbor: Path) -> None:

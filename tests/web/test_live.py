@@ -126,8 +126,20 @@ def say(url: str, story: str, token: str, text: str) -> dict[str, Any]:
     return played
 
 
-def test_another_viewer_sees_the_action_the_roll_and_the_round_in_order(store: Store, worlds: Path) -> None:
+def test_another_viewer_sees_the_action_the_roll_and_the_round_in_order(
+    store: Store, worlds: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each event once; on PostgreSQL each in a transaction of the round's own (the action in its opening, the roll
+    in its roll's, the round in its acceptance: gm.store._events.Ride), none in one of its own."""
     script = [roll_mara(), narrate_roll("The lock gives."), reply("The harbour is quiet.")]
+    own: list[list[str]] = []  # the kinds of each transaction of events alone
+    publish = store.publish_events
+
+    def published(story_id: str, events: list[Any]) -> int:
+        own.append([kind for kind, _, _ in events])
+        return publish(story_id, events)
+
+    monkeypatch.setattr(store, "publish_events", published)
     with serving(store, worlds, script, faces=[15, 3]) as (url, _game):
         story, token = start(url)
         events = f"{url}/api/stories/{story}/events"
@@ -142,6 +154,10 @@ def test_another_viewer_sees_the_action_the_roll_and_the_round_in_order(store: S
         assert seen[1][2]["id"] == played["round"]["rolls"][0]["id"]
         # The round's number only: each viewer reads the round as it may see it (a seat: its own whispers).
         assert seen[2][2] == {"number": played["round"]["number"], "regenerated": False}
+        if store.engine.dialect.name == "postgresql":
+            assert own == []
+        else:  # SQLite: the relay writes them all, those that queue meanwhile together
+            assert [kind for kinds in own for kind in kinds] == ["action", "roll", "round"]
 
         # A viewer that lost its connection after the action resumes from it: the roll and the round again.
         with watching(events, token, last_id=1) as resumed:
