@@ -17,7 +17,8 @@ text (1 call). The fake counts the game-master and judge calls of each marker.
 
 Scenarios, each on each database:
 
-- Backlogged: 1, 10 and 100 stories at once (`--levels`; `--levels` alone skips them), each
+- Backlogged: 1, 10 and 100 stories at once (`--levels`; `--levels` alone skips them; `--loads N` plays
+  each level N times in a row on the same servers, new stories each time: whether a second load keeps more), each
   playing rounds back to back for `--seconds` (default 12) on one process. This is the server's
   throughput when it is the bottleneck.
 - Players (`--players 1000 --think 10 --model-latency 1`): each player sends a message, waits for
@@ -438,7 +439,8 @@ async def run_database(setups: list[Setup], fake: Fake, arguments: argparse.Name
         if warm.errors:
             raise RuntimeError(f"warm-up failed: {warm.errors[:3]}\n{setup.servers[0].output()}")
     for count in arguments.levels:
-        await each(1, count, arguments.seconds, None)
+        for _ in range(arguments.loads):  # on the same servers, each time with stories of its own
+            await each(1, count, arguments.seconds, None)
     if arguments.players:
         await each(1, arguments.players, arguments.players_seconds, arguments.think)
     processes = max(len(setup.servers) for setup in setups)
@@ -457,6 +459,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--levels", type=int, nargs="*", default=list(LEVELS), help="stories at once (default 1 10 100; none: skip)"
+    )
+    parser.add_argument(
+        "--loads",
+        type=int,
+        default=1,
+        help="play each backlogged level this many times in a row on the same servers (RSS after a second load)",
     )
     parser.add_argument("--delay", type=float, default=DELAY, help=f"the fake's delay, backlogged ({DELAY} s)")
     parser.add_argument("--players", type=int, default=0, help="players who think between messages (0: none)")
@@ -486,6 +494,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--seconds and --players-seconds must be more than 0 (and at most 600 and 3600)")
     if arguments.players < 0 or arguments.think <= 0 or arguments.model_latency < 0 or arguments.delay < 0:
         parser.error("--players, --think, --model-latency and --delay cannot be negative (--think above 0)")
+    if not 1 <= arguments.loads <= 10:
+        parser.error("--loads must be from 1 to 10")
     if not 1 <= arguments.processes <= 16:
         parser.error("--processes must be from 1 to 16")
     if arguments.baseline is not None and not (arguments.baseline / ".venv" / "bin" / "python").is_file():
