@@ -26,7 +26,7 @@ from gm.store._base import LEASE_LOST, Tables, table_of, values_of
 from gm.store._batch import Batch
 from gm.store._events import Event, Ride
 from gm.store._guards import fired, guarded
-from gm.store._rolls import CALLS_INSERT
+from gm.store._rolls import CALLS_INSERT, PLACES
 from gm.store._seats import SETTLE
 from gm.store._sheets import CHANGES_INSERT, DROP_REPLACED, SHEET_VALUES, SheetWrite
 from gm.store.records import Attempt, MemoryEntry, ModelCall, RoundRecord, Story
@@ -62,6 +62,7 @@ class AcceptTables(Tables):
         event go in it, after its data (`gm.store._events.Ride`).
         """
         arguments = (attempt_id, record, calls, holder, sheet, regenerated)
+        PLACES.pop(attempt_id)  # the attempt rolls no more: where its next roll would go is forgotten
         if self.engine.dialect.name == "postgresql":
             try:
                 return self._accept(*arguments, guarded=True)

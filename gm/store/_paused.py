@@ -16,6 +16,7 @@ from sqlmodel import col
 
 from gm.errors import Conflict, LeaseLost
 from gm.store._base import LEASE_LOST, Tables
+from gm.store._rolls import PLACES
 from gm.store.records import Attempt, ModelCall, PausedRound, Story
 from gm.transcript.shapes import QuestionPublic
 
@@ -72,6 +73,7 @@ class PausedTables(Tables):
             if paused is None:
                 raise Conflict(NOTHING_WAITING)
             attempt = session.get(Attempt, paused.attempt_id)
+            PLACES.pop(paused.attempt_id)  # it rolls no more
             if attempt is not None:
                 attempt.status, attempt.error = "failed", ABANDONED_BY_PLAYER
                 session.add(attempt)

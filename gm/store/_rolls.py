@@ -184,6 +184,7 @@ class RollTables(Tables):
 
         An attempt already accepted stays accepted (its calls were written with it).
         """
+        PLACES.pop(attempt_id)  # it rolls no more
         with self.transaction() as connection:
             marked = connection.execute(_FAIL, {"attempt": attempt_id, "failure": storable(error)}).rowcount
             if not marked and connection.execute(_ACCEPTED, {"attempt": attempt_id}).first():

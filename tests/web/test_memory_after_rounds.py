@@ -18,13 +18,16 @@ from typing import cast
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
+from gm.engine.settings import RoundSettings
 from gm.store import Store
 from gm.testing import reply
 from tests.support.rounds import narrate_roll, roll_mara
 from tests.support.web import served_app, start_story
 
 ROUNDS = ("I pick the lock.", "I look around.") * 4  # 8 rounds: 4 rolled (3 model calls each), 4 plain
-QUIET_SECONDS = 5.0  # how long a round's tail (its lease let go, the memory keeper's work) may take to end
+# How long a round's tail may take to end: its lease let go, the memory keeper's work, and the process's heartbeat
+# task, which ends at its next beat once no lease is left (every 5 s by default: it raced a 5 s wait under load).
+QUIET_SECONDS = 3 * RoundSettings().heartbeat_seconds
 
 
 def gms_objects() -> Counter[str]:
