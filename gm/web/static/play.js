@@ -39,6 +39,10 @@ let sheetsAfter = null; // the changes of the round just played, drawn on the sh
 let asking = null; // the question of a round paused for the player's dice (dice rolled at the table), or null
 let paused = null; // that round as drawn so far in this page (its player text and rolls), or null
 let watched = null; // a round another viewer is playing, as its live events draw it, or null
+// The words of this page's own actions, until the live stream tells each back: on PostgreSQL an action's event can
+// reach the stream after the page's own round is over, and it would be drawn as another viewer's round.
+const ownActions = [];
+const MOST_OWN_ACTIONS = 8; // an action refused before it started is never told back
 let loaded = false; // the story has been read once (events before that only mark it stale)
 let stale = false; // an event came while the story was being read: read it again
 const openCards = new Set(); // ids of the rolls whose card the player opened
@@ -349,6 +353,8 @@ async function send() {
   const text = input.value.trim();
   if (!text || busy) return;
   input.value = "";
+  ownActions.push(text);
+  if (ownActions.length > MOST_OWN_ACTIONS) ownActions.shift();
   const played = await play(`${base}/messages/stream`, { text }, { player_text: text, narration: "", rolls: [] }, false);
   if (!played && !input.value) input.value = text; // give the player their words back to fix or retry
   input.focus();
@@ -473,6 +479,13 @@ function onEvent({ kind, data }) {
     page.dataset.live = "true";
     if (readyNow) readyNow();
     return;
+  }
+  if (kind === "action") {
+    const own = ownActions.indexOf(String(data.player_text ?? ""));
+    if (own !== -1) {
+      ownActions.splice(own, 1); // this page's own action, told while it plays or after
+      return;
+    }
   }
   if (busy && (kind === "action" || kind === "roll" || kind === "asking")) return; // this page's own round
   if (kind === "action") {
