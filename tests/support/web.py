@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from gm import dice
 from gm.engine.game import Game
+from gm.engine.settings import RoundSettings
 from gm.models.client import ModelClient, ModelSettings
 from gm.store import Store
 from gm.testing import FakeModel, FunctionModel, Script, honest_judge, is_judge_request, is_sheet_judge_request, reply
@@ -49,12 +50,15 @@ def served_app(
     api_token: str | None = None,
     faces: list[int] | None = None,
     transport: Transport = "function",
+    settings: RoundSettings | None = None,
 ) -> Iterator[tuple[TestClient, FakeModel | FunctionModel]]:
     answers = keeper_too(script) if isinstance(script, list) else script
     source = dice.GivenFaces(faces) if faces is not None else dice.seeded_source(3)
     if transport == "function":
         in_process = function_model(answers)
-        app = create_app(Game(in_process, store, source=source), worlds, api_token=api_token, editor=False)
+        app = create_app(
+            Game(in_process, store, source=source, settings=settings), worlds, api_token=api_token, editor=False
+        )
         with TestClient(app, base_url="http://127.0.0.1") as client:  # the app answers loopback names only
             yield client, in_process
         assert in_process.failures == [], in_process.failures
@@ -62,7 +66,7 @@ def served_app(
     model = fake(answers).start()
     try:
         client_model = ModelClient(ModelSettings(model.base_url, "k", model.model))
-        game = Game(client_model, store, source=source)
+        game = Game(client_model, store, source=source, settings=settings)
         app = create_app(game, worlds, api_token=api_token, editor=False)
         with TestClient(app, base_url="http://127.0.0.1") as client:  # the app answers loopback names only
             yield client, model
