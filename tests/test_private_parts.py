@@ -125,6 +125,7 @@ def names_of_gm() -> set[str]:
     return defined_in_gm(list(parsed().values()))
 
 
+@pytest.mark.slow
 def test_gm_and_the_editor_use_no_private_part_of_another_library() -> None:
     assert found_in(parsed()) == []
 

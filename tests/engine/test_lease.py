@@ -169,6 +169,7 @@ def test_the_next_round_marks_an_abandoned_attempt(store: Store, tmp_path: Path)
     assert len(store.rolls_of_attempt(dead_id)) == 1  # its roll stays, marked by its abandoned attempt
 
 
+@pytest.mark.slow
 def test_the_heartbeat_beats_while_the_round_runs_and_ends_with_it(store: Store, tmp_path: Path) -> None:
     def beating() -> int:
         return len([task for task in asyncio.all_tasks() if task.get_name().startswith("heartbeat")])

@@ -172,6 +172,7 @@ def story_row_versions(store: Store) -> Iterator[list[int]]:
             connection.execute(text("DROP TABLE test_story_updates"))
 
 
+@pytest.mark.slow
 def test_a_round_writes_its_story_row_at_most_three_times(store: Store, tmp_path: Path) -> None:
     """Its opening takes the lease, a roll moves the dice chain, the accepted round counts itself and lets the
     lease go: 3 for a round with a roll, 2 without (PostgreSQL; a round's heartbeats used to add more)."""

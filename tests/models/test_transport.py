@@ -173,6 +173,8 @@ FAILURES: dict[str, list[Step]] = {
     "too slow every time": [slow(reply("late"), 5)] * 3,
     "too slow once": [slow(reply("late"), 5), reply("Done.")],
 }
+# Each "too slow" case waits out its timeouts (up to 3 of 0.3 s): slow, as the fast loop counts it.
+SLOW_TOO = [pytest.param(name, marks=pytest.mark.slow) if name.startswith("too slow") else name for name in FAILURES]
 
 
 def _outcome(settings: ModelSettings, warm: bool) -> tuple[Any, ...]:
@@ -194,7 +196,7 @@ def _outcome(settings: ModelSettings, warm: bool) -> tuple[Any, ...]:
     return outcome, [int(wait) for wait in time.waits]
 
 
-@pytest.mark.parametrize("failure", list(FAILURES))
+@pytest.mark.parametrize("failure", SLOW_TOO)
 def test_a_failure_reads_the_same_on_a_later_request_as_on_the_first(failure: str) -> None:
     steps = FAILURES[failure]
     with fake_model([*steps, WARM, *steps], check=False) as fake:
@@ -211,7 +213,7 @@ def test_a_failure_reads_the_same_on_a_later_request_as_on_the_first(failure: st
 RECORDED = json.loads((Path(__file__).parent / "model_failures.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("failure", list(FAILURES))
+@pytest.mark.parametrize("failure", SLOW_TOO)
 def test_a_failure_reads_as_it_did_through_the_openai_client(failure: str) -> None:
     """tests/models/model_failures.json holds what each failure came to when gm sent through the openai client
     (`openai.AsyncOpenAI`, its own retries off), recorded once with that client: gm's own client must match it."""
@@ -318,6 +320,7 @@ def trickling_server(seconds_per_byte: float) -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_an_answer_that_trickles_in_is_bounded_by_one_total_deadline() -> None:
     """Each byte comes well within the timeout, but the whole answer would take about 30 s: the call ends at the
     timeout (1 s here, 120 s by default), as a timeout, not when the last byte arrives."""

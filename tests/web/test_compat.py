@@ -313,6 +313,7 @@ def test_edits_are_noticed_once_and_the_story_plays_on(store: Store, worlds: Pat
         assert [r.player_text for r in store.rounds(story)] == ["a", "b", "c", "d", "e"]
 
 
+@pytest.mark.slow
 def test_a_chat_goes_on_after_a_restart(store: Store, worlds: Path) -> None:
     with gm_server(store, worlds, [reply("Before.")]) as served:
         first = chat(served, [user("a")])

@@ -36,6 +36,7 @@ def rolled(narration: str) -> list[Any]:
     return [roll_mara(), narrate_roll(narration)]
 
 
+@pytest.mark.slow
 def test_a_forked_chat_is_a_story_sharing_its_parents_rounds_and_chain(store: Store, worlds: Path) -> None:
     script = [*rolled("One."), *rolled("Two."), *rolled("Fork three."), retell("Fork three, again.")]
     script += [*rolled("Parent three."), *rolled("Fork four.")]

@@ -14,7 +14,7 @@ import pytest
 
 from gm.store import Store
 from gm.testing import reply, slow
-from tests.support.compat import chat, gm_server, marker_of
+from tests.support.compat import Served, chat, gm_server, marker_of
 
 SLOW = 8.0  # seconds the game master's model takes: far longer than any check below waits
 
@@ -27,16 +27,22 @@ def gm(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-def start_and_leave(url: str, messages: list[dict[str, Any]], *, stream: bool, after: float = 0.6) -> None:
-    """Send a chat request, read nothing of a stream but its start, and close the connection (a front end's Stop)."""
-    connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=30)
+def start_and_leave(served: Served, messages: list[dict[str, Any]], *, stream: bool) -> None:
+    """Send a chat request, read nothing of a stream but its start, wait until the round is asking the game master
+    (the fake has the player's last words), and close the connection (a front end's Stop)."""
+    connection = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=30)
     body = json.dumps({"model": "gm/harbour", "messages": messages, "stream": stream}).encode()
     connection.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
     if stream:
         answer = connection.getresponse()
         assert answer.status == 200
         answer.fp.readline()  # the first event: the round is under way
-    time.sleep(after)
+    last_words = messages[-1]["content"]
+
+    def asked() -> bool:
+        return any(last_words in json.dumps(request) for request in list(served.model.requests))
+
+    assert wait_until(asked, 10.0), "the round never asked the game master"
     connection.close()
 
 
@@ -65,7 +71,7 @@ def test_a_stopped_stream_cancels_its_round_and_frees_the_story(store: Store, wo
         first = chat(served, [user("I wait.")])
         story = marker_of(first)[0]
         history = [user("I wait."), gm(first), user("I wait longer.")]
-        start_and_leave(served.url, history, stream=True)
+        start_and_leave(served, history, stream=True)
         started = time.monotonic()
         assert wait_until(lambda: store.story(story).lease_holder is None, 1.0), "the story is still busy"
         assert time.monotonic() - started < 1.0
@@ -79,7 +85,7 @@ def test_a_stopped_plain_request_cancels_its_round_too(store: Store, worlds: Pat
     with gm_server(store, worlds, script) as served:
         first = chat(served, [user("I wait.")])
         story = marker_of(first)[0]
-        start_and_leave(served.url, [user("I wait."), gm(first), user("I wait longer.")], stream=False)
+        start_and_leave(served, [user("I wait."), gm(first), user("I wait longer.")], stream=False)
         assert wait_until(lambda: store.story(story).lease_holder is None, 1.0), "the story is still busy"
         assert store.story(story).rounds == 1
 
@@ -87,7 +93,7 @@ def test_a_stopped_plain_request_cancels_its_round_too(store: Store, worlds: Pat
 def test_a_stopped_first_round_leaves_no_story(store: Store, worlds: Path) -> None:
     script = [slow(reply("Never told."), SLOW), reply("A story at last.")]
     with gm_server(store, worlds, script) as served:
-        start_and_leave(served.url, [user("I wait.")], stream=True)
+        start_and_leave(served, [user("I wait.")], stream=True)
         assert wait_until(lambda: store.stories() == [], 1.0), "a story with no round is left"
         # Open WebUI then sends both player messages in a row, with the stopped answer empty between them.
         answer = chat(served, [user("I wait."), gm(""), user("I wait longer.")])

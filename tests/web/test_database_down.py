@@ -68,6 +68,7 @@ class Outage:
         return guarded
 
 
+@pytest.mark.slow
 def test_after_an_outage_mid_round_the_next_message_plays_and_the_attempt_is_failed(
     store: Store, worlds: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+import pytest
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
@@ -60,6 +61,7 @@ def grown_once_quiet(client: TestClient, before: Counter[str]) -> dict[str, int]
         portal.call(asyncio.sleep, 0.05)
 
 
+@pytest.mark.slow
 def test_rounds_leave_none_of_their_objects_behind(store: Store, worlds: Path) -> None:
     script = [roll_mara(), narrate_roll(), reply("The quay is quiet.")] * 4 * len(ROUNDS)
     with served_app(store, worlds, script, faces=[11, 12, 13, 14] * 4, transport="http", settings=SETTINGS) as (

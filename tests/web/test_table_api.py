@@ -115,6 +115,7 @@ def test_a_together_round_gathers_one_action_a_seat_and_whispers_to_one(store: S
         assert client.post(f"/api/stories/{story}/round/close", headers=owner).status_code == 409
 
 
+@pytest.mark.slow
 def test_a_together_round_closes_when_its_timer_runs_out(store: Store, tables: Path) -> None:
     with served_app(store, tables, table_master) as (client, _):
         story, owner = start_story(client, "table")
