@@ -89,10 +89,9 @@ class RoundLease:
         deadline = time.monotonic() + self.settings.wait_seconds
         while True:
             try:
-                async with openings_for(self.store):  # the rounds already open go first (see OPENINGS_AT_ONCE)
-                    # Not synced by itself (`durable=False`): a power cut may lose an opening that nobody was told
-                    # of; the round's first roll or its accepted round syncs it with them (gm.store._commit_groups).
-                    opened = await self.store.off_loop(work, *arguments, durable=False)
+                # Not synced by itself (`durable=False`): a power cut may lose an opening that nobody was told of;
+                # the round's first roll or its accepted round syncs it with them (gm.store._commit_groups).
+                opened = await self.store.off_loop(work, *arguments, durable=False)
             except LeaseBusy:  # nothing was done: the lease is another round's
                 if time.monotonic() >= deadline:
                     raise
@@ -214,28 +213,4 @@ def heartbeat_for(store: Store, settings: RoundSettings) -> Heartbeat:
     found = mine.get(key)
     if found is None:
         found = mine[key] = Heartbeat(store, settings)
-    return found
-
-
-# How many rounds of one process may be opening at once on one store (their opening queued for, or running on, the
-# database threads); the others wait for a place before they read anything. Without it, under many stories every
-# round's opening joined the threads' queue at once, and the rounds already open queued behind them for their
-# rolls and their acceptance, each holding its whole state (the story's past, the prompt, the model's answer)
-# while it waited: at 1,000 stories about 50 KiB of Python's small blocks a round, whose arenas the process kept
-# after the load (docs/decisions/round-openings.md). 16 keeps SQLite's commit groups (8 pieces) full and both
-# PostgreSQL threads busy.
-OPENINGS_AT_ONCE = 16
-
-# One gate per event loop and store, as with the heartbeats (an asyncio semaphore belongs to one loop).
-_openings: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Store, asyncio.Semaphore]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def openings_for(store: Store) -> asyncio.Semaphore:
-    """The running loop's gate for rounds opening on `store` (OPENINGS_AT_ONCE)."""
-    mine = _openings.setdefault(asyncio.get_running_loop(), {})
-    found = mine.get(store)
-    if found is None:
-        found = mine[store] = asyncio.Semaphore(OPENINGS_AT_ONCE)
     return found
