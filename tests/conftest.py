@@ -159,6 +159,19 @@ def browser() -> Iterator[Any]:
 HEAVY = ("browser", "subprocess", "slow")
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's `worksteal` where it would use `load` (its default): `load` hands each worker its first share as one
+    run of consecutive tests, so the worker given the first share got every module of long tests put first (below)
+    and ran 90 s after the others were done; with `worksteal` an idle worker takes half of a busy one's queue. A
+    `--dist` asked for explicitly is kept."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
+
+
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist (`-p no:xdist`) it is simply not called
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` starts one and a half workers a core: a third of the suite's time is spent waiting (on

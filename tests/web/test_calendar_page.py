@@ -47,6 +47,7 @@ def test_the_play_page_shows_the_time(browser: Any, store: Store, worlds: Path) 
         expect(page.locator("#now")).to_have_text("It is Threeday, 11 Bloom 311 AL, 22:30 (night).")
 
         page.locator("#text").fill("I look up.")
+        expect(page.locator("#send")).to_be_enabled()  # the last round's stream is closed: Enter sends
         page.locator("#text").press("Enter")
         expect(rounds.nth(1).locator(".round-time")).to_have_text("Threeday, 11 Bloom 311 AL, 22:30 (night)")
         page.reload()

@@ -172,6 +172,7 @@ def test_a_story_played_in_the_browser(browser: Any, store: Store, worlds: Path)
 
         # Round 2, in plain text; what the player typed and what the model wrote are text, never HTML.
         page.locator("#text").fill(player_text)
+        expect(page.locator("#send")).to_be_enabled()  # the last round's stream is closed: Enter sends
         page.locator("#text").press("Enter")
         expect(page.locator("#status")).to_have_text("The game master is thinking…")
         expect(page.locator("#error")).to_be_hidden()

@@ -84,6 +84,7 @@ def test_the_sheet_panel_follows_the_rounds(browser: Any, store: Store, heist: P
         page.locator("#sheets").screenshot(path=str(ARTIFACTS / "play-sheets.png"))
 
         page.locator("#text").fill("I listen at the door.")  # a round that changes nothing: the marks go
+        expect(page.locator("#send")).to_be_enabled()  # the last round's stream is closed: Enter sends
         page.locator("#text").press("Enter")
         expect(page.locator("#rounds > li.round")).to_have_count(2)
         expect(page.locator("#sheets")).to_have_attribute("data-round", "2")

@@ -76,6 +76,7 @@ def test_the_play_page_asks_for_the_faces(browser: Any, store: Store, worlds: Pa
 
         # Round 2 pauses; after a reload the page still asks, and the round can be abandoned.
         page.locator("#text").fill("I try the inner door.")
+        expect(page.locator("#send")).to_be_enabled()  # the last round's stream is closed: Enter sends
         page.locator("#text").press("Enter")
         expect(page.locator("#question")).to_have_text(QUESTION)
         page.reload()
