@@ -23,7 +23,7 @@ from gm.testing import FakeModel, Script, Step, call
 from gm.testing._openai_schemas import load_validator, problems
 from gm.web.app import create_app
 from tests.support.rounds import SCHEMAS, fake
-from tests.support.web import keeper_too
+from tests.support.web import QuickServer, keeper_too
 
 RESPONSE = load_validator(SCHEMAS / "chat-completion-response.schema.json")
 REQUEST = load_validator(SCHEMAS / "chat-completion-request.schema.json")
@@ -61,7 +61,7 @@ def gm_server(
     client = ModelClient(ModelSettings(model.base_url, "k", model.model), sleep=_no_sleep)
     game = Game(client, store, source=source)
     app = create_app(game, worlds, api_token=api_token, editor=False)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    server = QuickServer(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -32,6 +32,7 @@ from gm.rehearsal.model import RehearsalModel
 from gm.store import Store
 from gm.web.app import create_app
 from tests.support.paths import FRONT_END_FIXTURES, SAMPLE_WORLDS
+from tests.support.web import QuickServer
 
 FIXTURES = FRONT_END_FIXTURES
 WORLDS = SAMPLE_WORLDS
@@ -43,7 +44,7 @@ SENT_HEADERS = ("x-openwebui-chat-id", "x-openwebui-user-id", "x-openwebui-user-
 def rehearsal_server(store: Store, worlds: Path) -> Iterator[str]:
     """gm serve's app under uvicorn on a free port, the rehearsal playing every story's game master."""
     app = create_app(Game(RehearsalModel(), store), worlds, editor=False)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    server = QuickServer(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
