@@ -163,8 +163,8 @@ HEAVY = ("browser", "subprocess", "slow")
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's `worksteal` where it would use `load` (its default): `load` hands each worker its first share as one
     run of consecutive tests, so the worker given the first share got every module of long tests put first (below)
-    and ran 90 s after the others were done; with `worksteal` an idle worker takes half of a busy one's queue. A
-    `--dist` asked for explicitly is kept."""
+    and ran 90 s after the others were done; with `worksteal` an idle worker takes half of a busy one's queue. Any
+    other `--dist` (`loadfile`, `loadscope`, ...) is kept."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import WorkStealingScheduling
