@@ -112,7 +112,9 @@ def test_a_busy_story_is_a_409_before_the_stream_starts(store: Store, worlds: Pa
         connection.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
         first_answer = connection.getresponse()
         assert first_answer.status == 200
-        first_answer.fp.readline()  # the first event: the round is under way, so its lease is held
+        first_answer.fp.readline()  # the stream's first event, which may come before the round has opened
+        story = marker_of(first)[0]
+        assert wait_until(lambda: store.story(story).lease_holder is not None, 10.0), "the round never opened"
         other = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=30)
         again = json.dumps({"model": "gm/harbour", "messages": [*history[:2], user("I shout.")], "stream": True})
         other.request("POST", "/v1/chat/completions", body=again.encode(), headers={"Content-Type": "application/json"})
