@@ -92,5 +92,7 @@ def test_a_big_body_does_not_hold_up_a_small_request(store: Store, worlds: Path)
         while not done.is_set():
             timed.append(small_request_seconds(served.url))
         sender.join()
-        # Before the fix the slowest took 0.6 to 0.8 s here (2 shared cores); after, under 0.1 s.
-        assert len(timed) >= 5 and max(timed) < quiet + 0.3, (quiet, sorted(timed)[-5:])
+        # Before the fix the slowest took 0.6 to 0.8 s here (2 shared cores); after, under 0.1 s. The second slowest
+        # is held, not the slowest: once, with the suite's other workers busy (3 on 2 cores), one took 0.31 s; a loop
+        # stalled by big bodies stalls the small requests sent during each of the 9, not one in all.
+        assert len(timed) >= 5 and sorted(timed)[-2] < quiet + 0.3, (quiet, sorted(timed)[-5:])
