@@ -36,7 +36,7 @@ def start_and_leave(served: Served, messages: list[dict[str, Any]], *, stream: b
     if stream:
         answer = connection.getresponse()
         assert answer.status == 200
-        answer.fp.readline()  # the first event: the round is under way
+        answer.fp.readline()  # the stream has started (its round may not have opened yet: waited for below)
     last_words = messages[-1]["content"]
 
     def asked() -> bool:
