@@ -66,7 +66,6 @@ def create_app(
     app = FastAPI(title="gm world editor", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.editor = Editor(worlds_dir, needs_login=login is not None)
     app.state.login = login
-    app.state.editor.templates.globals["login_required"] = login is not None
     if login is not None:
         app.include_router(login_routes.router)
     app.include_router(routes_world.router)

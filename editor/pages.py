@@ -22,6 +22,17 @@ TEMPLATES = Path(__file__).with_name("templates")
 LOGGED_IN = "gm.editor.logged_in"  # the scope's mark, set by the login middleware on a valid session
 MAX_FORM_FIELDS = 20_000  # 40 checks of 20 bands is about 4,500 fields; a world's form far fewer
 
+# One environment for every editor in the process: the templates are the package's own files, and compiling
+# one (the Dice page's most of all) costs tens of milliseconds that a second editor (a test's, a second app in
+# one process) would otherwise pay again. Rendering from one environment in several threads is safe.
+_TEMPLATES = Environment(
+    loader=FileSystemLoader(TEMPLATES),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
 
 class Editor:
     """One editor over one folder of worlds: its token for forms and its templates (which escape everything)."""
@@ -30,13 +41,7 @@ class Editor:
         self.root = root.resolve()
         self.csrf = CsrfGuard()
         self.needs_login = needs_login
-        self.templates = Environment(
-            loader=FileSystemLoader(TEMPLATES),
-            autoescape=True,
-            undefined=StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        self.templates = _TEMPLATES
 
     def folder(self, name: str, must_exist: bool = True) -> Path:
         """The folder of world `name`; a 404 when the name is not allowed or (with `must_exist`) there is none."""
@@ -61,6 +66,7 @@ class Editor:
             csrf=self.csrf.token if logged_in else "",
             csrf_field=CSRF_FIELD,
             logged_in=logged_in,
+            login_required=self.needs_login,
             **context,
         )
         return HTMLResponse(html, status_code=status)

@@ -189,6 +189,16 @@ def test_on_loopback_a_token_asks_for_the_login_too(worlds: Path) -> None:
         assert "Log out" in client.get("/").text
 
 
+def test_editors_in_one_process_keep_their_own_log_out_button(worlds: Path) -> None:
+    """The editors share their templates (editor/pages.py): whether a page shows "Log out" is each editor's own."""
+    with TestClient(create_app(worlds, login=Login(TOKEN)), base_url="http://127.0.0.1") as with_login:
+        log_in(with_login)
+        with TestClient(create_app(worlds), base_url="http://127.0.0.1") as without:
+            assert "Log out" in with_login.get("/").text
+            assert "Log out" not in without.get("/").text
+            assert "Log out" in with_login.get("/").text
+
+
 # Expired, tampered and foreign cookies.
 
 
