@@ -42,8 +42,8 @@ def test_gm_serve_elsewhere_mounts_the_editor_only_when_asked() -> None:
     assert editor_hosts("0.0.0.0", editor=True) == ("*",)
 
 
-def test_the_editor_on_ipv6_loopback_answers_its_bracketed_address(tmp_path: Path, harbor: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'gm.db'}")
+def test_the_editor_on_ipv6_loopback_answers_its_bracketed_address(sqlite_url: str, harbor: Path) -> None:
+    store = Store(sqlite_url)
     hosts = editor_hosts("::1", editor=False)
     assert hosts is not None
     app = create_app(Game(model=None, store=store), harbor.parent, editor_hosts=hosts)  # type: ignore[arg-type]

@@ -20,8 +20,8 @@ from gm.world.loading import load_world
 
 
 @pytest.fixture
-def sqlite(tmp_path: Path) -> Iterator[Store]:
-    made = Store(f"sqlite:///{tmp_path / 'gm.db'}")
+def sqlite(sqlite_url: str) -> Iterator[Store]:
+    made = Store(sqlite_url)
     yield made
     made.engine.dispose()
 

@@ -26,9 +26,9 @@ from tests.support.rounds import narrate_roll, roll_mara, table
 
 
 @pytest.fixture
-def notes(tmp_path: Path) -> Iterator[Store]:
+def notes(sqlite_url: str) -> Iterator[Store]:
     """A SQLite store with a scratch table of notes, and its commits counted in `store.commits`."""
-    store = Store(f"sqlite:///{tmp_path / 'gm.db'}")
+    store = Store(sqlite_url)
     with store.transaction() as connection:
         connection.exec_driver_sql("CREATE TABLE notes (text TEXT NOT NULL UNIQUE)")
     commits: list[int] = []
@@ -323,10 +323,10 @@ def test_a_group_with_any_durable_work_in_it_is_synced(notes: Store) -> None:
     assert asyncio.run(main()) == [2, 2]
 
 
-def test_every_commit_that_writes_a_roll_or_a_round_is_synced(tmp_path: Path, harbor: Path) -> None:
+def test_every_commit_that_writes_a_roll_or_a_round_is_synced(sqlite_url: str, harbor: Path) -> None:
     """Played rounds, rolled and not, the memory keeper's notes included: whatever each commit on the database thread
     adds, a commit that adds a roll or a round is made with synchronous=FULL; the others may not be."""
-    store = Store(f"sqlite:///{tmp_path / 'gm.db'}")
+    store = Store(sqlite_url)
     seen: list[tuple[int, int, int]] = []  # (level, rolls, rounds) at each commit of the database thread
     commit = commit_groups.Group.commit
 

@@ -4,7 +4,6 @@ so which index it takes follows from the indexes there are; PostgreSQL's chooses
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,9 +58,9 @@ def plan(store: Store, statement: Executable, parameters: dict[str, Any]) -> str
     ids=["a round's rolls", "rounds to remember", "a round's unfinished attempts", "rounds marked remembered"],
 )
 def test_a_rounds_reads_search_by_an_index_that_holds_their_order(
-    tmp_path: Path, statement: Executable, parameters: dict[str, Any], search: str
+    sqlite_url: str, statement: Executable, parameters: dict[str, Any], search: str
 ) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'gm.db'}")
+    store = Store(sqlite_url)  # at the newest schema, as migrated
     found = plan(store, statement, parameters)
     assert found == search, found  # one search, no scan of the story's rows and no sort afterwards
     store.engine.dispose()
