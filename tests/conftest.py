@@ -203,6 +203,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(1, len(os.sched_getaffinity(0)) * 3 // 2)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own unraisable-exception plugin has collected once more
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """An xdist worker whose tests are done hides its objects from the collector before the interpreter exits.
+
+    A worker's heap holds millions of objects by then (every module, app and world the tests loaded), and the
+    interpreter's finalization collects it several times over: 6 to 9 s with 2 cores busy, while the
+    controller waits for every worker to exit before the run ends (measured: the workers' last test ended at
+    51.4 s, the run at 60.1 s). Frozen objects are never walked; the process ends all the same."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        gc.freeze()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks what the test's own arguments say: `browser` for a test using Chromium, `postgres` for a test
     run on PostgreSQL (the `database_url` fixture's "postgres" parameter, or a module's own `postgres` mark).
