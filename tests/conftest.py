@@ -99,9 +99,8 @@ def _migrated_postgres() -> Iterator[str]:
     with _postgres_database() as url:
         Store(url).engine.dispose()
         yield url
-        if _admin.cache_info().currsize:
-            _admin(url).close()
-            _admin.cache_clear()
+        if (admin := _ADMIN.pop(url, None)) is not None:
+            admin.close()
 
 
 @contextmanager
@@ -125,14 +124,25 @@ def _empty(url: str) -> None:
     files for every table (measured side by side). Only the sequences the last test drew from are restarted: a
     restart is most of the cost, and most tests draw from few or none. All in one round trip, on a connection
     kept for the session (a new one costs PostgreSQL a process)."""
-    _admin(url).execute(_emptying())
+    admin = _admin(url)
+    try:
+        admin.execute(_emptying())
+    except psycopg.OperationalError:
+        if not admin.broken:
+            raise  # a lock a test left held, say: its own error
+        _admin(url).execute(_emptying())  # the server ended the session's connection: once more on a new one
 
 
-@cache
 def _admin(url: str) -> psycopg.Connection[Any]:
-    connection = psycopg.connect(url, autocommit=True)
-    connection.execute("SET lock_timeout = '20s'")  # a connection a test left in a transaction fails it, not hangs
+    """The session's connection for emptying the database at `url`, made again if a test broke it."""
+    connection = _ADMIN.get(url)
+    if connection is None or connection.closed or connection.broken:
+        connection = _ADMIN[url] = psycopg.connect(url, autocommit=True)
+        connection.execute("SET lock_timeout = '20s'")  # a connection a test left in a transaction fails it, not hangs
     return connection
+
+
+_ADMIN: dict[str, psycopg.Connection[Any]] = {}
 
 
 @cache
