@@ -219,8 +219,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     A worker's heap holds millions of objects by then (every module, app and world the tests loaded), and the
     interpreter's finalization collects it several times over: 6 to 9 s with 2 cores busy, while the
-    controller waits for every worker to exit before the run ends (measured: the workers' last test ended at
-    51.4 s, the run at 60.1 s). Frozen objects are never walked; the process ends all the same."""
+    controller waits for every worker to exit before the run ends (measured: the run ended 9.5 s after the
+    workers' last tests, 2.8 s once they freeze). Frozen objects are never walked; the process ends all the same."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         gc.freeze()
 
