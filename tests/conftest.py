@@ -147,6 +147,7 @@ _ADMIN: dict[str, psycopg.Connection[Any]] = {}
 
 @cache
 def _emptying() -> str:
+    """The query that empties a migrated database: every table's rows, then the sequences that were drawn from."""
     deletes = [f'DELETE FROM "{table.name}"' for table in reversed(SQLModel.metadata.sorted_tables)]
     restarts = """DO $$
         DECLARE drawn text;
