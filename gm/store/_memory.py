@@ -5,7 +5,8 @@ folds old notes into the story's running summary. A round reads the past its gam
 the transaction that opens it (`read_past`, queued in that batch by gm.store._rounds): the running
 summary, the notes not folded yet, and the newest rounds verbatim. Each read is written once: most
 as a queued read (it adds its statement to a batch and returns what reads its rows once the batch is
-sent; `read_now` runs one on its own), `rounds_numbered` on its connection (its SQL depends on its values).
+sent; `read_now` runs one on its own), `rounds_numbered` on its connection (its SQL depends on its values): the
+past a round is shown is then read in the batch that opens the round, one round trip on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Select, bindparam, insert, update
+from sqlalchemy import Integer, Select, bindparam, insert, update
 from sqlalchemy import select as sql_select
 from sqlalchemy.engine import Connection
 from sqlmodel import col, select
@@ -206,6 +207,9 @@ def read_past(batch: Batch, story: StoryPast, before: int, window: PastWindow) -
     # starts is known before the rounds are read, and the notes before it are read in the same batch.
     numbers = range(max(1, story.rounds - window.verbatim + 1), story.rounds + 1)
     expected = next((number for number in numbers if number < before), before)
+    # The rounds that stand in for missing notes are read in the same batch too, before the notes (`late_rounds`):
+    # the memory keeper writes every few rounds, so about every other round has one waiting.
+    standing_in = late_rounds(batch, story.id, story.summary_through, expected, window.late)
     memories = memories_between(batch, story.id, story.summary_through, expected)
 
     def read() -> Past:
@@ -215,15 +219,31 @@ def read_past(batch: Batch, story: StoryPast, before: int, window: PastWindow) -
             entries = memories()
         else:  # the rounds were not as counted: read the notes before the real window
             entries = read_now(batch.connection, memories_between, story.id, story.summary_through, first_verbatim)
-        # A missing note shows without another query. The rounds that stand in for missing notes are read
-        # after the notes: a note written in between then leaves its round shown verbatim, never not at all.
+        # A missing note shows without another query.
         missing = set(range(story.summary_through + 1, first_verbatim)) - {entry.round_number for entry in entries}
-        late = sorted(missing)[-window.late :] if window.late else []
-        if late:
-            recent = rounds_numbered(batch.connection, story.id, late) + recent
+        if late := sorted(missing)[-window.late :] if window.late else []:
+            read_before = {record.number: record for record in standing_in()} if first_verbatim == expected else {}
+            if all(number in read_before for number in late):
+                recent = [read_before[number] for number in late] + recent
+            else:  # a note written in between left older rounds wanted than those read: read them now
+                recent = rounds_numbered(batch.connection, story.id, late) + recent
         return Past(story.summary, entries, recent)
 
     return read
+
+
+def late_rounds(batch: Batch, story_id: str, after: int, before: int, count: int) -> Callable[[], list[RoundRecord]]:
+    """The story's newest `count` rounds numbered between `after` and `before` that have no note.
+
+    Queued before the notes are read: a note written in between is then among the notes, and its round, read here
+    without it, is left out by the caller (`read_past`), so a round is never shown both ways nor neither. The
+    rounds wanted are the newest missing as the notes are read, all among these unless a note written in between
+    left older ones wanted (the caller reads those on their own then)."""
+    if count <= 0:
+        return list
+    values = {"story": story_id, "after": after, "before": before, "count": count}
+    sent = batch.add(_LATE_ROUNDS, values)
+    return lambda: [row_of(RoundRecord, row) for row in sent.mappings()]
 
 
 def _marked(attempt_id: str, entry: MemoryEntry) -> dict[str, Any]:
@@ -253,6 +273,19 @@ _MARK_REMEMBERED = (
     .returning(ROUNDS.c.attempt_id)
 )
 _UNREMEMBERED = sql_select(ROUNDS).where(_OF_STORY, ROUNDS.c.memory_written.is_(False)).order_by(ROUNDS.c.number)
+_LATE_ROUNDS = (
+    sql_select(ROUNDS)
+    .where(
+        _OF_STORY,
+        ROUNDS.c.number > bindparam("after"),
+        ROUNDS.c.number < bindparam("before"),
+        ~sql_select(MEMORY.c.id)
+        .where(MEMORY.c.story_id == ROUNDS.c.story_id, MEMORY.c.round_number == ROUNDS.c.number)
+        .exists(),
+    )
+    .order_by(ROUNDS.c.number.desc())
+    .limit(bindparam("count", type_=Integer))
+)
 _ROUNDS_NUMBERED = (
     sql_select(ROUNDS)
     .where(_OF_STORY, ROUNDS.c.number.in_(bindparam("numbers", expanding=True)))

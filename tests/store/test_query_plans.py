@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Executable, event
 
 from gm.store import Store
-from gm.store._memory import _MARK_REMEMBERED, _UNREMEMBERED
+from gm.store._memory import _LATE_ROUNDS, _MARK_REMEMBERED, _UNREMEMBERED
 from gm.store._rolls import _UNFINISHED_AT, OF_ROUND
 
 
@@ -54,8 +54,21 @@ def plan(store: Store, statement: Executable, parameters: dict[str, Any]) -> str
             {"story": "s", "round_no": 3, "attempt": "a"},
             "SEARCH rounds USING INDEX sqlite_autoindex_rounds_1 (story_id=? AND number=?)",
         ),
+        (
+            _LATE_ROUNDS,
+            {"story": "s", "after": 1, "before": 5, "count": 2},
+            "SEARCH rounds USING INDEX sqlite_autoindex_rounds_1 (story_id=? AND number>? AND number<?); "
+            "CORRELATED SCALAR SUBQUERY 1; "
+            "SEARCH memory USING COVERING INDEX sqlite_autoindex_memory_1 (story_id=? AND round_number=?)",
+        ),
     ],
-    ids=["a round's rolls", "rounds to remember", "a round's unfinished attempts", "rounds marked remembered"],
+    ids=[
+        "a round's rolls",
+        "rounds to remember",
+        "a round's unfinished attempts",
+        "rounds marked remembered",
+        "rounds standing in for notes",
+    ],
 )
 def test_a_rounds_reads_search_by_an_index_that_holds_their_order(
     sqlite_url: str, statement: Executable, parameters: dict[str, Any], search: str
