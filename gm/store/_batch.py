@@ -122,8 +122,11 @@ class Batch:
         if opening and not DURABLE.get():  # work a power cut may lose with no harm (`Store.off_loop(durable=False)`)
             opening.append(b"SET LOCAL synchronous_commit TO OFF")
         dbapi_error = self.connection.dialect.loaded_dbapi.Error
+        info = self.connection.connection.info  # lives as long as the driver's connection (SQLAlchemy's pool)
+        if (transformer := info.get(_TRANSFORMER)) is None:
+            transformer = info[_TRANSFORMER] = store_pipeline.transformer_for(driver)
         try:
-            outcomes = store_pipeline.send(driver, statements, opening=opening, commit=commit)
+            outcomes = store_pipeline.send(driver, statements, opening=opening, commit=commit, transformer=transformer)
         except dbapi_error as error:
             gone = bool(driver.closed or self.connection.dialect.is_disconnect(error, driver, None))
             if gone:  # the pool replaces the connection; the caller's block rolls back the rest
@@ -151,6 +154,7 @@ def _can_pipeline(connection: Connection) -> bool:
 
 
 _OPENED_HERE = "gm.store._batch: BEGIN sent by a batch"  # marks a pooled connection whose transactions a batch opened
+_TRANSFORMER = "gm.store._batch: psycopg's adapters"  # a pooled connection's (gm.store._pipeline's `transformer_for`)
 
 
 def _open_here(connection: Connection, driver: Any) -> bytes | None:

@@ -313,3 +313,22 @@ def test_on_postgresql_work_that_need_not_be_durable_commits_without_waiting_for
     assert asyncio.run(main()) == ["off", "on", "off", "on"]
     with postgres_store.transaction() as connection:  # a library caller's own transaction, on a pooled connection
         assert connection.exec_driver_sql("SHOW synchronous_commit").scalar_one() == "on"
+
+
+def test_on_postgresql_the_adapters_a_connection_keeps_go_with_it(postgres_store: Store) -> None:
+    """Batches on one pooled connection share psycopg's adapters (gm.store._pipeline's `transformer_for`), each
+    reading its own rows; once the pool closes the connection nothing of gm's keeps it alive."""
+    import gc
+    import weakref
+
+    story_id = a_story_with_rounds(postgres_store, 3)
+    postgres_store.engine.dispose()  # the next checkout opens a connection of its own
+    read: list[list[int]] = []
+    for last in (1, 3):
+        with postgres_store.reading() as connection:
+            driver = weakref.ref(connection.connection.driver_connection)
+            read.append([record.number for record in read_now(connection, newest_rounds, story_id, last)])
+    assert read == [[3], [1, 2, 3]]
+    postgres_store.engine.dispose()
+    gc.collect()
+    assert driver() is None
