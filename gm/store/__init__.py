@@ -48,6 +48,7 @@ from gm.store._events import (
 from gm.store._forks import FORKED_FROM, ForkTables
 from gm.store._memory import MemoryTables, Past, PastWindow
 from gm.store._paused import NOTHING_WAITING, PausedTables, waiting_sentence
+from gm.store._pgjson import read_json_as_text
 from gm.store._pgpool import drop_closed_connections
 from gm.store._rolls import RollTables
 from gm.store._rounds import NOTHING_TO_REGENERATE, Opened, RoundTables, StoryState, TakenUp
@@ -165,6 +166,7 @@ def make_engine(url: str) -> Engine:
         server_engine = create_engine(url, hide_parameters=True, connect_args={"prepare_threshold": None}, **pool)
         drop_closed_connections(server_engine)
         reset_batched_connections(server_engine)
+        read_json_as_text(server_engine)  # JSON values read as SQLite's are, not guessed at (gm.store._pgjson)
         return server_engine
     # pool_use_lifo: the connection given back last is the next one handed out, so SQLite's database thread keeps
     # working on one connection, whose page cache stays valid between its transactions; handed connections in

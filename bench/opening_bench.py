@@ -1,0 +1,118 @@
+"""CPU of a round's opening: on PostgreSQL with psycopg's JSON loaders and with gm's (gm.store._pgjson); on SQLite.
+
+A round's opening reads the past its game master is shown: the newest rounds verbatim and, while the memory keeper
+is behind, the rounds standing in for their missing notes, each with its JSON columns. This plays a story of
+`--rounds` rounds with no notes yet (as under load, when the keeper waits its turn) and opens an attempt at its
+next round `--openings` times, each in a transaction rolled back, timing the thread's CPU (`time.thread_time`):
+on PostgreSQL with psycopg's loaders put back and with gm's, in alternating runs on one database, and on SQLite.
+
+    GM_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/test python bench/opening_bench.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+
+from gm.store import RoundRecord, Store, Story, make_engine
+from gm.store._memory import PastWindow
+from gm.store._rounds import open_attempt
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serve_processes import postgres_database
+
+WINDOW = PastWindow(verbatim=3, late=16)  # gm.engine.memory's PAST_WINDOW
+
+
+def a_story(store: Store, rounds: int) -> str:
+    """A story of `rounds` played rounds, each with the JSON a played round holds, and no memory notes."""
+    story = store.create_story(Story(title="bench", world_data={}, settings={"judge": "off"}))
+    for number in range(1, rounds + 1):
+        attempt = store.start_attempt(story.id, number)
+        record = RoundRecord(
+            story_id=story.id,
+            number=number,
+            attempt_id=attempt.id,
+            player_text=f"I try the lock again, {number}.",
+            narration="The rain runs off the quay's stones while Mara works the pins. " * 4,
+            outcomes=[{"character": "Mara", "check": "lockwork", "result": "Success", "roll": 7}],
+            rolls=[{"id": number, "notation": "1d20+3", "faces": [[14]], "total": 17, "band": "Success"}],
+            refusals=[],
+            judgement={"verdicts": [{"character": "Mara", "agrees": True}]},
+            clock=90 * number,
+        )
+        store.accept_round(attempt.id, record)
+    return story.id
+
+
+def per_opening(store: Store, story_id: str, openings: int) -> float:
+    """Microseconds of CPU an opening, over `openings` of them (each rolled back)."""
+
+    def once() -> None:
+        with store.transaction() as connection:
+            open_attempt(connection, story_id, regenerate=False, past=WINDOW)
+            connection.rollback()
+
+    for _ in range(20):
+        once()
+    start = time.thread_time()
+    for _ in range(openings):
+        once()
+    return (time.thread_time() - start) / openings * 1e6
+
+
+def psycopgs_own_loaders(url: str) -> Store:
+    """A store on database `url` whose connections read JSON with psycopg's loaders, as before gm's."""
+    from psycopg.types.json import JsonbLoader, JsonLoader
+
+    fresh = Store(engine=make_engine(url))
+
+    @event.listens_for(fresh.engine, "connect")  # after gm's own listener: these loaders are the ones kept
+    def _theirs(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.adapters.register_loader("json", JsonLoader)
+        dbapi_connection.adapters.register_loader("jsonb", JsonbLoader)
+
+    fresh.engine.dispose()  # the connection the store's migration check opened has gm's: opened again, theirs
+    return fresh
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20, help="rounds played before the openings (default 20)")
+    parser.add_argument("--openings", type=int, default=500, help="openings a run (default 500)")
+    parser.add_argument("--runs", type=int, default=5, help="alternating runs of each variant (default 5)")
+    arguments = parser.parse_args()
+    admin_url = os.environ.get("GM_TEST_POSTGRES_URL")
+    if not admin_url:
+        sys.exit("set GM_TEST_POSTGRES_URL to a PostgreSQL server this may create databases on")
+    times: dict[str, list[float]] = {"PostgreSQL, psycopg's JSON loaders": [], "PostgreSQL, gm's": [], "SQLite": []}
+    with postgres_database(admin_url) as url, tempfile.TemporaryDirectory() as folder:
+        ours = Store(url)
+        story_id = a_story(ours, arguments.rounds)
+        theirs = psycopgs_own_loaders(url)
+        sqlite = Store(f"sqlite:///{folder}/bench.db")
+        sqlite_story = a_story(sqlite, arguments.rounds)
+        for _ in range(arguments.runs):
+            times["PostgreSQL, psycopg's JSON loaders"].append(per_opening(theirs, story_id, arguments.openings))
+            times["PostgreSQL, gm's"].append(per_opening(ours, story_id, arguments.openings))
+            times["SQLite"].append(per_opening(sqlite, sqlite_story, arguments.openings))
+        for store in (ours, theirs, sqlite):
+            store.close()
+    print(f"A round's opening, {arguments.rounds} rounds without notes behind it, CPU µs an opening:\n")
+    print("| variant | each run | median |\n|---|---|---:|")
+    for name, each in times.items():
+        print(f"| {name} | {', '.join(f'{t:.0f}' for t in each)} | {statistics.median(each):.0f} |")
+    before, after = (statistics.median(times[name]) for name in list(times)[:2])
+    print(f"\ngm's / psycopg's: {after / before:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
