@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from sqlalchemy.engine import make_url
 
 HERE = Path(__file__).resolve().parent
 WORLDS = HERE.parent / "worlds"
@@ -259,7 +260,8 @@ def postgres_database(admin_url: str) -> Iterator[str]:
     with psycopg.connect(admin_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"{admin_url.rsplit('/', 1)[0]}/{name}"
+        # The same server by the same way in (a host, or a Unix socket's folder as `?host=`), another database.
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
     finally:
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
