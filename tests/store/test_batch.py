@@ -19,29 +19,9 @@ from gm.store._base import row_of, table_of, values_of
 from gm.store._batch import Batch
 from gm.store._memory import memories_between, newest_rounds, read_now
 from gm.store.records import Attempt, MemoryEntry, RoundRecord, Story
+from tests.support.databases import a_story_with_rounds
 
 STORIES = table_of(Story)
-
-
-def a_story_with_rounds(store: Store, count: int) -> str:
-    """A story whose rounds hold JSON, a timestamp, booleans and a missing value, as a played story's do."""
-    story = store.create_story(Story(title="t", world_data={"calendar": None}, settings={"judge": "off"}))
-    for number in range(1, count + 1):
-        attempt = store.start_attempt(story.id, number)
-        record = RoundRecord(
-            story_id=story.id,
-            number=number,
-            attempt_id=attempt.id,
-            player_text=f"I wait, {number}.",
-            narration="Rain ✓ on the quay.",
-            outcomes=[{"character": "Mara", "result": "Failure", "roll": None}],
-            rolls=[{"id": 7, "faces": [[1, 6]], "nested": {"a": [True, None, 1.5]}}],
-            refusals=["one", "two"],
-            judgement={"verdicts": []} if number % 2 else None,
-            clock=90 * number if number % 2 else None,
-        )
-        store.accept_round(attempt.id, record)
-    return story.id
 
 
 def a_story(title: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The PostgreSQL server the tests may use beside SQLite, and how to count the round trips made to it."""
+"""The PostgreSQL server the tests may use beside SQLite, how to count the round trips made to it, and a played story
+to read from either."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+
+from gm.store import RoundRecord, Store, Story
 
 POSTGRES_URL = os.environ.get("GM_TEST_POSTGRES_URL")  # unset: the PostgreSQL tests skip, saying so
 NO_POSTGRES = "GM_TEST_POSTGRES_URL is not set"  # the skip reason, which the summary counts
@@ -42,3 +45,24 @@ def round_trips(engine: Engine) -> Iterator[Callable[[], int]]:
         event.remove(engine, "connect", traced)
         engine.dispose()
         trace.close()
+
+
+def a_story_with_rounds(store: Store, count: int) -> str:
+    """A story whose rounds hold JSON, a timestamp, booleans and a missing value, as a played story's do."""
+    story = store.create_story(Story(title="t", world_data={"calendar": None}, settings={"judge": "off"}))
+    for number in range(1, count + 1):
+        attempt = store.start_attempt(story.id, number)
+        record = RoundRecord(
+            story_id=story.id,
+            number=number,
+            attempt_id=attempt.id,
+            player_text=f"I wait, {number}.",
+            narration="Rain ✓ on the quay.",
+            outcomes=[{"character": "Mara", "result": "Failure", "roll": None}],
+            rolls=[{"id": 7, "faces": [[1, 6]], "nested": {"a": [True, None, 1.5]}}],
+            refusals=["one", "two"],
+            judgement={"verdicts": []} if number % 2 else None,
+            clock=90 * number if number % 2 else None,
+        )
+        store.accept_round(attempt.id, record)
+    return story.id
