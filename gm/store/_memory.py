@@ -5,8 +5,9 @@ folds old notes into the story's running summary. A round reads the past its gam
 the transaction that opens it (`read_past`, queued in that batch by gm.store._rounds): the running
 summary, the notes not folded yet, and the newest rounds verbatim. Each read is written once: most
 as a queued read (it adds its statement to a batch and returns what reads its rows once the batch is
-sent; `read_now` runs one on its own), `rounds_numbered` on its connection (its SQL depends on its values): the
-past a round is shown is then read in the batch that opens the round, one round trip on PostgreSQL.
+sent; `read_now` runs one on its own), `rounds_numbered` on its connection (its SQL depends on its values; only
+where a note written meanwhile leaves older rounds wanted, `read_past`). So the past a round is shown is read in
+the batch that opens the round: no round trip of its own on PostgreSQL.
 """
 
 from __future__ import annotations

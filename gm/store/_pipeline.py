@@ -136,8 +136,8 @@ def transformer_for(driver: Any) -> Any:
     """psycopg's adapters for connection `driver` (a `Transformer`, as each cursor makes one). It keeps the dumpers
     and loaders it found by type, so one kept with its connection finds each once: a round's opening read of the
     past (three reads) took 296 µs of CPU against 312 µs with a new one each batch (2,000 batches). It holds the
-    connection, so it is kept beside it (gm.store._batch keeps it in
-    the pool's record of the connection), never in a table keyed by it."""
+    connection, so it is kept beside it (gm.store._batch keeps it in the pool's record of the connection), never in
+    a table keyed by it."""
     from psycopg.adapt import Transformer
 
     return Transformer(driver)
