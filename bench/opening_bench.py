@@ -22,35 +22,16 @@ from typing import Any
 
 from sqlalchemy import event
 
-from gm.store import RoundRecord, Store, Story, make_engine
+from gm.store import Store, make_engine
 from gm.store._memory import PastWindow
 from gm.store._rounds import open_attempt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from databases import a_story_with_rounds  # the suite's played story: JSON in every column a round has
 from serve_processes import postgres_database
 
 WINDOW = PastWindow(verbatim=3, late=16)  # gm.engine.memory's PAST_WINDOW
-
-
-def a_story(store: Store, rounds: int) -> str:
-    """A story of `rounds` played rounds, each with the JSON a played round holds, and no memory notes."""
-    story = store.create_story(Story(title="bench", world_data={}, settings={"judge": "off"}))
-    for number in range(1, rounds + 1):
-        attempt = store.start_attempt(story.id, number)
-        record = RoundRecord(
-            story_id=story.id,
-            number=number,
-            attempt_id=attempt.id,
-            player_text=f"I try the lock again, {number}.",
-            narration="The rain runs off the quay's stones while Mara works the pins. " * 4,
-            outcomes=[{"character": "Mara", "check": "lockwork", "result": "Success", "roll": 7}],
-            rolls=[{"id": number, "notation": "1d20+3", "faces": [[14]], "total": 17, "band": "Success"}],
-            refusals=[],
-            judgement={"verdicts": [{"character": "Mara", "agrees": True}]},
-            clock=90 * number,
-        )
-        store.accept_round(attempt.id, record)
-    return story.id
 
 
 def per_opening(store: Store, story_id: str, openings: int) -> float:
@@ -96,10 +77,10 @@ def main() -> None:
     times: dict[str, list[float]] = {"PostgreSQL, psycopg's JSON loaders": [], "PostgreSQL, gm's": [], "SQLite": []}
     with postgres_database(admin_url) as url, tempfile.TemporaryDirectory() as folder:
         ours = Store(url)
-        story_id = a_story(ours, arguments.rounds)
+        story_id = a_story_with_rounds(ours, arguments.rounds)
         theirs = psycopgs_own_loaders(url)
         sqlite = Store(f"sqlite:///{folder}/bench.db")
-        sqlite_story = a_story(sqlite, arguments.rounds)
+        sqlite_story = a_story_with_rounds(sqlite, arguments.rounds)
         for _ in range(arguments.runs):
             times["PostgreSQL, psycopg's JSON loaders"].append(per_opening(theirs, story_id, arguments.openings))
             times["PostgreSQL, gm's"].append(per_opening(ours, story_id, arguments.openings))

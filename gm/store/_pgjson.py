@@ -6,8 +6,8 @@ server sends a client whose encoding is UTF-8 is UTF-8, so gm's loader decodes t
 `surrogatepass`, as `json.loads` decodes UTF-8) and parses the text with the same decoder `json.loads` uses:
 the same value for every input (tests/store/test_pgjson.py). A round's opening reads its past rounds' JSON columns
 (about a hundred values when the memory keeper is behind), a third of the opening's CPU on PostgreSQL, where
-SQLite's driver hands SQLAlchemy text: with twenty rounds behind it, an opening took 755 µs of CPU against 919 µs
-with psycopg's loader (`bench/opening_bench.py`, five runs each, alternating; SQLite 502 µs).
+SQLite's driver hands SQLAlchemy text: with twenty rounds behind it, an opening took 786 µs of CPU against 897 µs
+with psycopg's loader (`bench/opening_bench.py`, five runs each, alternating; SQLite 494 µs).
 """
 
 from __future__ import annotations
