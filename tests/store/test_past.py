@@ -48,8 +48,15 @@ def test_rounds_without_notes_stand_in_for_them_read_with_the_opening(store: Sto
 
 
 def test_only_the_newest_rounds_without_notes_stand_in(store: Store) -> None:
+    """Rounds 1, 3, 4, 5 and 6 have no note and two stand in: 5 and 6, read with the opening (on PostgreSQL still
+    two round trips: the read in the batch found the newest, not the oldest, so nothing is read again)."""
     story_id = a_story_with_notes(store, 9, [2])
-    opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
+    if store.engine.dialect.name == "postgresql":
+        with round_trips(store.engine) as count:
+            opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
+            assert count() == 2
+    else:
+        opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
     assert opened.past is not None
     assert [record.number for record in opened.past.recent] == [5, 6, 7, 8, 9]  # 1, 3 and 4 are left out
 
