@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, CursorResult, Engine
+from sqlalchemy.engine import Connection, CursorResult, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import Delete, Executable, Insert, Select, TextualSelect, Update
@@ -215,24 +215,27 @@ class _Compiled:
     processors: Mapping[str, Any]
 
 
-_compiled: LRU[tuple[str, int, tuple[str, ...]], tuple[Executable, _Compiled]] = LRU(COMPILED_STATEMENTS)
+# Keyed by the dialect object, not its name: its bind and result processors follow its engine's settings (a JSON
+# column's serializer and deserializer, say), which two engines of one database may set differently. Each entry
+# keeps the statement and the dialect it was made for, so an id reused by a new object is never mistaken for them.
+_compiled: LRU[tuple[int, int, tuple[str, ...]], tuple[Executable, Dialect, _Compiled]] = LRU(COMPILED_STATEMENTS)
 
 
 def _compile(connection: Connection, statement: Executable, keys: tuple[str, ...]) -> _Compiled:
     """The statement compiled for the connection's dialect and these parameter keys (an INSERT's columns), once."""
-    key = (connection.dialect.name, id(statement), keys)
+    dialect = connection.dialect
+    key = (id(dialect), id(statement), keys)
     found = _compiled.get(key)
-    if found is None or found[0] is not statement:
-        dialect = connection.dialect
+    if found is None or found[0] is not statement or found[1] is not dialect:
         compiled: SQLCompiler = statement.compile(dialect=dialect, column_keys=list(keys))  # type: ignore[attr-defined]
         processors = {
             name: process
             for name, bind in compiled.binds.items()
             if (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
         }
-        found = (statement, _Compiled(compiled, processors))
+        found = (statement, dialect, _Compiled(compiled, processors))
         _compiled.put(key, found)
-    return found[1]
+    return found[2]
 
 
 def _prepared(
@@ -263,7 +266,7 @@ class _Direct:
     results: tuple[tuple[int, Any], ...]  # the returned columns that have a result processor: position, processor
 
 
-_direct: LRU[tuple[int, tuple[str, ...]], tuple[Executable, _Direct | None]] = LRU(COMPILED_STATEMENTS)
+_direct: LRU[tuple[int, int, tuple[str, ...]], tuple[Executable, Dialect, _Direct | None]] = LRU(COMPILED_STATEMENTS)
 
 
 def _direct_plan(connection: Connection, statement: Executable, keys: tuple[str, ...]) -> _Direct | None:
@@ -271,12 +274,14 @@ def _direct_plan(connection: Connection, statement: Executable, keys: tuple[str,
     execution does more than bind and run it: values it computes (Python-side defaults), expanding or literal
     parameters, a schema map, or rows it matches to columns by name (text, and anything but a plain SELECT,
     INSERT, UPDATE or DELETE)."""
-    found = _direct.get((id(statement), keys))
-    if found is not None and found[0] is statement:
-        return found[1]
+    dialect = connection.dialect
+    key = (id(dialect), id(statement), keys)  # by the dialect object, as `_compiled` is
+    found = _direct.get(key)
+    if found is not None and found[0] is statement and found[1] is dialect:
+        return found[2]
     returned = _returned_columns(statement)
     if returned is None:
-        _direct.put((id(statement), keys), (statement, None))
+        _direct.put(key, (statement, dialect, None))
         return None
     compiled = _compile(connection, statement, keys)
     plan: _Direct | None = None
@@ -288,7 +293,6 @@ def _direct_plan(connection: Connection, statement: Executable, keys: tuple[str,
         or compiled.compiled.schema_translate_map
     )
     if plain and compiled.compiled.positional and compiled.compiled.positiontup is not None:
-        dialect = connection.dialect
         plan = _Direct(
             sql=compiled.compiled.string,
             compiled=compiled.compiled,
@@ -299,7 +303,7 @@ def _direct_plan(connection: Connection, statement: Executable, keys: tuple[str,
                 if (process := column.type.dialect_impl(dialect).result_processor(dialect, None)) is not None
             ),
         )
-    _direct.put((id(statement), keys), (statement, plan))
+    _direct.put(key, (statement, dialect, plan))
     return plan
 
 

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, select, update
+from sqlalchemy import bindparam, create_engine, event, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from gm.errors import StoryNotFound
@@ -42,6 +43,28 @@ def test_a_batch_reads_what_connection_execute_reads(store: Store) -> None:
     assert [record.number for record in batched] == [1, 2, 3]
     assert [record.model_dump() for record in batched] == [record.model_dump() for record in executed]
     assert [record.clock for record in batched] == [90, None, 270] and batched[0].judgement == {"verdicts": []}
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_batch_reads_each_engines_json_with_that_engines_own_parser(store: Store) -> None:
+    """The same statement batched on two engines of one database, whose JSON columns parse differently, reads each
+    engine's way: a statement's plan is kept for the engine's dialect, not for every dialect of the same name."""
+    story_id = store.create_story(Story(title="Parsed twice", world_data={"weather": "rain"}, settings={})).id
+    world = select(STORIES.c.world_data).where(STORIES.c.id == bindparam("story"))
+
+    def tagged(text: str) -> Any:
+        return {"tagged": json.loads(text)}
+
+    other = create_engine(store.engine.url, json_deserializer=tagged)
+    read = []
+    for engine in (store.engine, other, store.engine):
+        with engine.connect() as connection:
+            batch = Batch(connection)
+            sent = batch.add(world, {"story": story_id})
+            batch.send()
+            read.append(sent.rows[0][0])
+    other.dispose()
+    assert read == [{"weather": "rain"}, {"tagged": {"weather": "rain"}}, {"weather": "rain"}]
 
 
 def test_a_batch_reads_the_shape_of_a_result_as_connection_execute_does(store: Store) -> None:
