@@ -3,23 +3,23 @@
 psycopg reads a `json` or `jsonb` value by handing its bytes to `json.loads`, which first works out which of
 UTF-8, UTF-16 or UTF-32 they are in (`json.detect_encoding`), then decodes them and parses the text. What a
 server sends a client whose encoding is UTF-8 is UTF-8, so gm's loader decodes the bytes as UTF-8 (with
-`surrogatepass`, as `json.loads` decodes UTF-8) and parses the text with the same decoder `json.loads` uses:
-the same value for every input (tests/store/test_pgjson.py). A round's opening reads its past rounds' JSON columns
-(about a hundred values when the memory keeper is behind), a third of the opening's CPU on PostgreSQL, where
-SQLite's driver hands SQLAlchemy text: with twenty rounds behind it, an opening took 786 µs of CPU against 897 µs
-with psycopg's loader (`bench/opening_bench.py`, five runs each, alternating; SQLite 494 µs).
+`surrogatepass`, as `json.loads` decodes UTF-8) and parses the text with the same decoder `json.loads` uses, in
+one pass (gm.store._json): the same value for every input (tests/store/test_pgjson.py). A round's opening reads
+its past rounds' JSON columns (about a hundred values when the memory keeper is behind), a third of the opening's
+CPU on PostgreSQL, where SQLite's driver hands SQLAlchemy text: with twenty rounds behind it, an opening took 786
+µs of CPU against 897 µs with psycopg's loader (`bench/opening_bench.py`, five runs each, alternating; SQLite 494
+µs), before the one pass.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-_DECODER = json.JSONDecoder()  # what `json.loads` parses with when given no options
+from gm.store._json import DECODER, parsed
 
 
 def read_json_as_text(engine: Engine) -> None:
@@ -38,6 +38,6 @@ def _text_json() -> type:
 
     class TextJsonLoader(Loader):
         def load(self, data: Any) -> Any:
-            return _DECODER.decode(str(data, "utf-8", "surrogatepass"))
+            return parsed(str(data, "utf-8", "surrogatepass"), DECODER.decode)
 
     return TextJsonLoader
