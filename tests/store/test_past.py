@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.sql.expression import Executable
 
-from gm.store import Store
+from gm.store import Opened, Store
 from gm.store._base import table_of, values_of
 from gm.store._batch import Batch, Sent
 from gm.store._memory import _LATE_ROUNDS, PastWindow, read_past
@@ -31,16 +31,22 @@ def a_story_with_notes(store: Store, rounds: int, noted: list[int]) -> str:
     return story_id
 
 
+def opened_with_two_late(store: Store, story_id: str) -> Opened:
+    """The story's next round opened with three rounds verbatim and two standing in for missing notes; on
+    PostgreSQL the opening must take two round trips (the lease with the story, then the rest)."""
+    if store.engine.dialect.name != "postgresql":
+        return store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
+    with round_trips(store.engine) as count:
+        opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
+        assert count() == 2
+    return opened
+
+
 def test_rounds_without_notes_stand_in_for_them_read_with_the_opening(store: Store) -> None:
     """Nine rounds, notes on 1, 2, 3 and 5, the newest three shown verbatim: rounds 4 and 6 stand in for their
     notes, and on PostgreSQL the opening is still two round trips (the lease with the story, then the rest)."""
     story_id = a_story_with_notes(store, 9, [1, 2, 3, 5])
-    if store.engine.dialect.name == "postgresql":
-        with round_trips(store.engine) as count:
-            opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
-            assert count() == 2
-    else:
-        opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
+    opened = opened_with_two_late(store, story_id)
     assert opened.past is not None
     assert [entry.round_number for entry in opened.past.memories] == [1, 2, 3, 5]
     assert [record.number for record in opened.past.recent] == [4, 6, 7, 8, 9]
@@ -51,12 +57,7 @@ def test_only_the_newest_rounds_without_notes_stand_in(store: Store) -> None:
     """Rounds 1, 3, 4, 5 and 6 have no note and two stand in: 5 and 6, read with the opening (on PostgreSQL still
     two round trips: the read in the batch found the newest, not the oldest, so nothing is read again)."""
     story_id = a_story_with_notes(store, 9, [2])
-    if store.engine.dialect.name == "postgresql":
-        with round_trips(store.engine) as count:
-            opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
-            assert count() == 2
-    else:
-        opened = store.open_attempt(story_id, regenerate=False, past=PastWindow(verbatim=3, late=2))
+    opened = opened_with_two_late(store, story_id)
     assert opened.past is not None
     assert [record.number for record in opened.past.recent] == [5, 6, 7, 8, 9]  # 1, 3 and 4 are left out
 
